@@ -1,0 +1,139 @@
+package controller
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kooperkit/kooper/kooper/log"
+)
+
+// Config configures a Controller. Zero values take the defaults stated on
+// each field; Name, Handler and Retriever are required.
+type Config struct {
+	// Name identifies the controller in logs and metrics. Required.
+	Name string
+	// Handler is called with the latest state of each object. Required.
+	Handler Handler
+	// Retriever lists and watches the one resource type this controller
+	// handles. Required.
+	Retriever Retriever
+
+	// ConcurrentWorkers is how many objects are handled at once. One object
+	// is never handled by two workers at once. Default 3.
+	ConcurrentWorkers int
+	// ResyncInterval is how often every cached object is handled again even
+	// if nothing changed, to repair drift in the world the handler manages.
+	// Default 3 minutes; see DisableResync.
+	ResyncInterval time.Duration
+	// DisableResync turns periodic resyncs off.
+	DisableResync bool
+
+	// MaxRetries is how many times a failed handling is retried before the
+	// object is dropped until its next change or resync, so an always-failing
+	// object is handled 1 + MaxRetries times. Default 5; see DisableRetries.
+	MaxRetries int
+	// DisableRetries handles each change once, never retrying an error.
+	DisableRetries bool
+	// RetryBaseDelay is the delay before the first retry; each further retry
+	// of the same object doubles it (with up to 20% random jitter so retries
+	// of many objects spread out), up to RetryMaxDelay. A success resets it.
+	// Default 200ms.
+	RetryBaseDelay time.Duration
+	// RetryMaxDelay caps the retry delay. Default 1 minute.
+	RetryMaxDelay time.Duration
+
+	// ProcessingTimeout bounds one handling: the handler's context is
+	// cancelled when it elapses. Default 1 minute.
+	ProcessingTimeout time.Duration
+	// ShutdownTimeout bounds how long Run waits, once its context is done,
+	// for running handlers (whose contexts are cancelled at once) to return.
+	// Under leader election it must stay below LeaseDuration - RenewDeadline
+	// - RetryPeriod so that a new leader never overlaps an old one still
+	// handling. Default 2 seconds.
+	ShutdownTimeout time.Duration
+
+	// Transform, if set, is applied to every object before it enters the
+	// cache: drop what the handler never reads (managedFields, big
+	// annotations) to save memory. It must not keep a reference to the
+	// input it modifies beyond the returned object.
+	Transform cache.TransformFunc
+	// DisableDeepCopy hands the handler the cached object itself instead of
+	// its own deep copy. Only for handlers that never mutate the object: a
+	// mutation corrupts the cache shared by every later handling.
+	DisableDeepCopy bool
+
+	// Logger receives the controller's logs. Default log.Noop.
+	Logger log.Logger
+	// MetricsRecorder receives the controller's metrics. Default: none.
+	MetricsRecorder MetricsRecorder
+	// Clock drives retries and RequeueAfter delays; tests inject a fake.
+	// Default the real clock.
+	Clock clock.WithTicker
+}
+
+// Defaults of Config's fields, exported for documentation and tests.
+const (
+	DefaultConcurrentWorkers = 3
+	DefaultResyncInterval    = 3 * time.Minute
+	DefaultMaxRetries        = 5
+	DefaultRetryBaseDelay    = 200 * time.Millisecond
+	DefaultRetryMaxDelay     = time.Minute
+	DefaultProcessingTimeout = time.Minute
+	DefaultShutdownTimeout   = 2 * time.Second
+)
+
+func (c *Config) defaults() {
+	if c.ConcurrentWorkers <= 0 {
+		c.ConcurrentWorkers = DefaultConcurrentWorkers
+	}
+	if c.ResyncInterval <= 0 {
+		c.ResyncInterval = DefaultResyncInterval
+	}
+	if c.DisableResync {
+		c.ResyncInterval = 0
+	}
+	if c.MaxRetries <= 0 {
+		c.MaxRetries = DefaultMaxRetries
+	}
+	if c.DisableRetries {
+		c.MaxRetries = 0
+	}
+	if c.RetryBaseDelay <= 0 {
+		c.RetryBaseDelay = DefaultRetryBaseDelay
+	}
+	if c.RetryMaxDelay <= 0 {
+		c.RetryMaxDelay = DefaultRetryMaxDelay
+	}
+	if c.ProcessingTimeout <= 0 {
+		c.ProcessingTimeout = DefaultProcessingTimeout
+	}
+	if c.ShutdownTimeout <= 0 {
+		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = log.Noop
+	}
+	if c.MetricsRecorder == nil {
+		c.MetricsRecorder = noopRecorder{}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("%w: name is required", ErrInvalidConfig)
+	case c.Handler == nil:
+		return fmt.Errorf("%w: handler is required", ErrInvalidConfig)
+	case c.Retriever == nil:
+		return fmt.Errorf("%w: retriever is required", ErrInvalidConfig)
+	case c.RetryMaxDelay < c.RetryBaseDelay:
+		return fmt.Errorf("%w: retry max delay %s is below the base delay %s", ErrInvalidConfig, c.RetryMaxDelay, c.RetryBaseDelay)
+	}
+	return nil
+}

@@ -1,0 +1,266 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kooperkit/kooper/kooper/log"
+)
+
+// Controller keeps calling a Handler with the latest state of every object a
+// Retriever lists and watches. Build one with New and start it with Run.
+type Controller struct {
+	cfg     Config
+	handler Handler // cfg.Handler wrapped by the controller's own middlewares
+	log     log.Logger
+	ran     atomic.Bool
+}
+
+// New validates cfg, applies its defaults and returns a Controller ready to
+// Run. cfg is taken by value: the caller's Config is never changed. Errors
+// wrap ErrInvalidConfig.
+func New(cfg Config) (*Controller, error) {
+	cfg.defaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger.With(log.KeyController, cfg.Name)
+	// The handler chain, outermost first:
+	//  1. measure: records the duration and outcome of the whole call, so a
+	//     panic counts as a failed handling;
+	//  2. recoverPanics: turns a panic into an error the loop retries;
+	//  3. the user's handler, with the middlewares the user chained.
+	h := Chain(cfg.Handler,
+		measure(cfg.MetricsRecorder, cfg.Name),
+		recoverPanics(cfg.MetricsRecorder, cfg.Name, logger),
+	)
+	return &Controller{cfg: cfg, handler: h, log: logger}, nil
+}
+
+// ShutdownTimeout returns the bound on how long Run waits for running
+// handlers once its context is done. Leader election reads it to check that
+// an old leader stops handling before a new one can start.
+func (c *Controller) ShutdownTimeout() time.Duration { return c.cfg.ShutdownTimeout }
+
+// Run fills the cache from the Retriever, then handles objects with
+// Config.ConcurrentWorkers workers until ctx is done. It then cancels the
+// running handlers' contexts, waits up to Config.ShutdownTimeout for them and
+// for every goroutine it started, and returns nil (or ErrShutdownTimeout).
+// Keys still queued are dropped: they are handled again by whichever
+// controller next lists the objects. Run may be called once.
+func (c *Controller) Run(ctx context.Context) error {
+	if !c.ran.CompareAndSwap(false, true) {
+		return ErrAlreadyRun
+	}
+	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers)
+
+	informer := cache.NewSharedIndexInformerWithOptions(
+		listerWatcher{ctx: ctx, r: c.cfg.Retriever}, nil,
+		cache.SharedIndexInformerOptions{ResyncPeriod: c.cfg.ResyncInterval},
+	)
+	if c.cfg.Transform != nil {
+		if err := informer.SetTransform(c.cfg.Transform); err != nil {
+			return fmt.Errorf("could not set the cache transform: %w", err)
+		}
+	}
+	if err := informer.SetWatchErrorHandlerWithContext(c.watchError); err != nil {
+		return fmt.Errorf("could not set the watch error handler: %w", err)
+	}
+	queue := c.newQueue()
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { c.enqueue(queue, obj) },
+		UpdateFunc: func(_, obj any) { c.enqueue(queue, obj) },
+		// No DeleteFunc: a deleted object has no state left to handle.
+		// Finalizers and owner references do the cleaning (see the package doc).
+	})
+	if err != nil {
+		return fmt.Errorf("could not register the event handler: %w", err)
+	}
+
+	var informerDone sync.WaitGroup
+	informerDone.Go(func() { informer.RunWithContext(ctx) })
+
+	// Wait on the registration's done channel (no polling): once it closes
+	// the cache is filled and every listed object is in the queue.
+	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
+		queue.ShutDown()
+		informerDone.Wait()
+		c.log.Info("controller stopped before its cache synced")
+		return nil
+	}
+	c.log.Info("controller cache synced")
+
+	var workers sync.WaitGroup
+	for i := range c.cfg.ConcurrentWorkers {
+		workers.Go(func() { c.worker(ctx, i, informer.GetIndexer(), queue) })
+	}
+
+	<-ctx.Done()
+	c.log.Info("controller stopping")
+	queue.ShutDown() // workers finish their current key, then exit
+	err = waitTimeout(&workers, c.cfg.ShutdownTimeout)
+	informerDone.Wait()
+	if err != nil {
+		c.log.Error("controller stopped with handlers still running", log.KeyErr, err)
+		return err
+	}
+	c.log.Info("controller stopped")
+	return nil
+}
+
+func (c *Controller) newQueue() workqueue.TypedRateLimitingInterface[string] {
+	qcfg := workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock}
+	if _, noop := c.cfg.MetricsRecorder.(noopRecorder); !noop {
+		// A named queue reports its length and wait times; an unnamed one
+		// skips that bookkeeping entirely.
+		qcfg.Name = c.cfg.Name
+		qcfg.MetricsProvider = queueMetrics{rec: c.cfg.MetricsRecorder}
+	}
+	return workqueue.NewTypedRateLimitingQueueWithConfig[string](
+		newBackoff(c.cfg.RetryBaseDelay, c.cfg.RetryMaxDelay), qcfg)
+}
+
+// enqueue adds an object's key to the queue. The queue holds keys, not
+// objects: a key added again before a worker takes it is handled once, with
+// the object's state at that time.
+func (c *Controller) enqueue(queue workqueue.TypedRateLimitingInterface[string], obj any) {
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		c.log.Warn("could not compute an object key", log.KeyErr, err)
+		return
+	}
+	c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, false)
+	queue.Add(key)
+}
+
+// worker handles keys until the queue shuts down. The workqueue never gives
+// a key to a worker while another worker still holds it (between Get and
+// Done), so one object is never handled concurrently.
+func (c *Controller) worker(ctx context.Context, id int, store cache.Indexer, queue workqueue.TypedRateLimitingInterface[string]) {
+	logger := c.log.With(log.KeyWorker, id)
+	for {
+		key, shutdown := queue.Get()
+		if shutdown {
+			return
+		}
+		if ctx.Err() == nil {
+			c.process(ctx, logger, key, store, queue)
+		}
+		queue.Done(key)
+	}
+}
+
+// process handles one key: fetch the latest state, copy it, call the
+// handler, and decide what happens to the key next.
+func (c *Controller) process(ctx context.Context, logger log.Logger, key string, store cache.Indexer, queue workqueue.TypedRateLimitingInterface[string]) {
+	item, exists, err := store.GetByKey(key)
+	if err != nil || !exists {
+		// Deleted since it was queued: nothing to handle.
+		queue.Forget(key)
+		return
+	}
+	obj := item.(runtime.Object)
+	if !c.cfg.DisableDeepCopy {
+		// Never hand out the cached object: it is shared with every later
+		// handling and with the informer.
+		obj = obj.DeepCopyObject()
+	}
+
+	hctx, cancel := context.WithTimeout(ctx, c.cfg.ProcessingTimeout)
+	err = c.handler.Handle(hctx, obj)
+	cancel()
+
+	attempt := queue.NumRequeues(key) + 1
+	delay, requeue := requeueAfter(err)
+	switch {
+	case err == nil || requeue:
+		queue.Forget(key) // success resets the backoff
+		if requeue {
+			c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, true)
+			queue.AddAfter(key, delay)
+		}
+	case ctx.Err() != nil:
+		// Stopping: the error is most likely the cancellation itself.
+		queue.Forget(key)
+	case IsTerminal(err):
+		queue.Forget(key)
+		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, DropReasonTerminal)
+		logger.Error("handling failed, not retrying", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
+	case attempt <= c.cfg.MaxRetries:
+		c.cfg.MetricsRecorder.IncRetry(c.cfg.Name)
+		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, true)
+		logger.Warn("handling failed, retrying", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
+		queue.AddRateLimited(key)
+	default:
+		queue.Forget(key)
+		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, DropReasonMaxRetries)
+		logger.Error("handling failed, retries exhausted", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
+	}
+}
+
+// watchError logs a failed list or watch; the reflector retries with backoff.
+func (c *Controller) watchError(_ context.Context, _ *cache.Reflector, err error) {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		c.log.Debug("watch closed, re-watching", log.KeyErr, err)
+		return
+	}
+	c.log.Warn("list or watch failed, retrying", log.KeyErr, err)
+}
+
+// measure records the duration and outcome of every handling.
+func measure(rec MetricsRecorder, name string) Middleware {
+	if _, noop := rec.(noopRecorder); noop {
+		return func(next Handler) Handler { return next }
+	}
+	return func(next Handler) Handler {
+		return HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
+			start := time.Now()
+			err := next.Handle(ctx, obj)
+			_, requeue := requeueAfter(err)
+			rec.ObserveHandling(name, err == nil || requeue, time.Since(start))
+			return err
+		})
+	}
+}
+
+// recoverPanics turns a handler panic into an error, so one bad object cannot
+// crash the process; the loop then retries it like any failure.
+func recoverPanics(rec MetricsRecorder, name string, logger log.Logger) Middleware {
+	return func(next Handler) Handler {
+		return HandlerFunc(func(ctx context.Context, obj runtime.Object) (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					key, _ := cache.MetaNamespaceKeyFunc(obj)
+					rec.IncPanic(name)
+					logger.Error("handler panicked", log.KeyObject, key, "panic", r, "stack", string(debug.Stack()))
+					err = fmt.Errorf("handler panicked: %v", r)
+				}
+			}()
+			return next.Handle(ctx, obj)
+		})
+	}
+}
+
+// waitTimeout waits for wg, at most d.
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) error {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-done:
+		return nil
+	case <-t.C:
+		return fmt.Errorf("%w (%s)", ErrShutdownTimeout, d)
+	}
+}

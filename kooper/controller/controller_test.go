@@ -1,0 +1,499 @@
+package controller_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+)
+
+func TestEveryListedObjectIsHandledExactlyOnce(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			src := controllertest.NewRetriever(&corev1.Pod{}, m.opts)
+			var want []string
+			for i := range 50 {
+				stored := mustAdd(t, src, pod(fmt.Sprintf("p%02d", i)))
+				want = append(want, stored.(*corev1.Pod).Name+"@"+stored.(*corev1.Pod).ResourceVersion)
+			}
+			h := &recorder{}
+			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+			eventually(t, "50 objects are handled", func() bool { return len(h.Calls()) >= 50 })
+			settle()
+			got := h.Calls()
+			slices.Sort(got)
+			if !slices.Equal(got, want) {
+				t.Errorf("got calls %v, want each listed object once: %v", got, want)
+			}
+			if err := stop(); err != nil {
+				t.Errorf("got Run error %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestAnUpdateIsHandledWithTheLatestState(t *testing.T) {
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			src := controllertest.NewRetriever(&corev1.Pod{}, m.opts)
+			mustAdd(t, src, pod("a"))
+			h := &recorder{}
+			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+			eventually(t, "a is handled", func() bool { return h.countOf("a") == 1 })
+
+			p := pod("a")
+			p.Labels = map[string]string{"v": "2"}
+			stored := mustUpdate(t, src, p).(*corev1.Pod)
+			eventually(t, "the update is handled", func() bool { return h.countOf("a") == 2 })
+			if got, want := h.Calls()[1], "a@"+stored.ResourceVersion; got != want {
+				t.Errorf("got second call %s, want %s", got, want)
+			}
+			_ = stop()
+		})
+	}
+}
+
+func TestTheHandlerGetsItsOwnCopy(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	var mu sync.Mutex
+	var seen []string
+	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+		p := obj.(*corev1.Pod)
+		mu.Lock()
+		seen = append(seen, p.Labels["mutated"])
+		mu.Unlock()
+		p.Labels = map[string]string{"mutated": "yes"} // must not reach the cache
+		return controller.RequeueAfter(0)
+	})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+	eventually(t, "a is handled three times", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) >= 3 })
+	_ = stop()
+	for i, v := range seen {
+		if v != "" {
+			t.Fatalf("handling %d saw label %q written by an earlier handling: the cache was mutated", i, v)
+		}
+	}
+}
+
+func TestAnAlwaysFailingObjectIsHandledOnePlusMaxRetriesTimes(t *testing.T) {
+	tests := []struct {
+		name       string
+		maxRetries int
+		disable    bool
+		want       int
+	}{
+		{"three retries", 3, false, 4},
+		{"the default", 0, false, 1 + controller.DefaultMaxRetries},
+		{"retries disabled", 0, true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+			mustAdd(t, src, pod("bad"))
+			mustAdd(t, src, pod("good"))
+			rec := newMetrics()
+			h := &recorder{answer: func(p *corev1.Pod, _ int) error {
+				if p.Name == "bad" {
+					return errors.New("always fails")
+				}
+				return nil
+			}}
+			stop := start(t, controller.Config{
+				Name: "test", Handler: h, Retriever: src, DisableResync: true,
+				MaxRetries: tt.maxRetries, DisableRetries: tt.disable,
+				RetryBaseDelay: time.Millisecond, RetryMaxDelay: 5 * time.Millisecond,
+				MetricsRecorder: rec,
+			})
+			eventually(t, "bad is dropped", func() bool { return rec.get("dropped max_retries") == 1 })
+			settle()
+			if got := h.countOf("bad"); got != tt.want {
+				t.Errorf("got %d calls for the failing object, want %d", got, tt.want)
+			}
+			if got := h.countOf("good"); got != 1 {
+				t.Errorf("got %d calls for the other object, want 1", got)
+			}
+			if got, want := rec.get("retry"), tt.want-1; got != want {
+				t.Errorf("got %d retries recorded, want %d", got, want)
+			}
+			_ = stop()
+		})
+	}
+}
+
+func TestASuccessResetsTheRetryBudget(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	rec := newMetrics()
+	// Calls 1-2 fail, 3 succeeds; after the update every call fails.
+	h := &recorder{answer: func(p *corev1.Pod, n int) error {
+		if n == 3 {
+			return nil
+		}
+		return errors.New("fails")
+	}}
+	stop := start(t, controller.Config{
+		Name: "test", Handler: h, Retriever: src, DisableResync: true, MaxRetries: 3,
+		RetryBaseDelay: time.Millisecond, RetryMaxDelay: 5 * time.Millisecond, MetricsRecorder: rec,
+	})
+	eventually(t, "a succeeds on its third call", func() bool { return rec.get("handled success=true") == 1 })
+	p := pod("a")
+	p.Labels = map[string]string{"v": "2"}
+	mustUpdate(t, src, p)
+	eventually(t, "a is dropped", func() bool { return rec.get("dropped max_retries") == 1 })
+	settle()
+	// 3 calls before the success, then a full 1 + MaxRetries = 4.
+	if got, want := h.countOf("a"), 3+4; got != want {
+		t.Errorf("got %d calls, want %d: a success must reset the retry budget", got, want)
+	}
+	_ = stop()
+}
+
+func TestATerminalErrorIsNeverRetried(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	rec := newMetrics()
+	h := &recorder{answer: func(*corev1.Pod, int) error {
+		return fmt.Errorf("spec is invalid: %w", controller.Terminal(errors.New("percent is 0")))
+	}}
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+		RetryBaseDelay: time.Millisecond, MetricsRecorder: rec})
+	eventually(t, "a is dropped", func() bool { return rec.get("dropped terminal") == 1 })
+	settle()
+	if got := h.countOf("a"); got != 1 {
+		t.Errorf("got %d calls, want 1", got)
+	}
+	_ = stop()
+}
+
+func TestRequeueAfterHandlesAgainAfterTheDelayOnly(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	clock := clocktesting.NewFakeClock(time.Now())
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	rec := newMetrics()
+	const d = 10 * time.Second
+	h := &recorder{answer: func(_ *corev1.Pod, n int) error {
+		if n == 1 {
+			return controller.RequeueAfter(d)
+		}
+		return nil
+	}}
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+		Clock: clock, MetricsRecorder: rec})
+	// The requeue is recorded just before it is queued with the fake
+	// clock's current time, so stepping from here on is exact.
+	eventually(t, "the requeue is asked for", func() bool { return rec.get("queued requeue=true") == 1 })
+
+	clock.Step(d - time.Millisecond)
+	settle()
+	if got := h.countOf("a"); got != 1 {
+		t.Fatalf("got %d calls %s after the requeue request, want 1 (none before %s)", got, d-time.Millisecond, d)
+	}
+	clock.Step(time.Millisecond)
+	eventually(t, "a is handled again", func() bool { return h.countOf("a") == 2 })
+	clock.Step(d)
+	settle()
+	if got := h.countOf("a"); got != 2 {
+		t.Errorf("got %d calls, want exactly 2", got)
+	}
+	if got := rec.get("handled success=false"); got != 0 {
+		t.Errorf("got %d failed handlings recorded, want 0: a requeue is not a failure", got)
+	}
+	_ = stop()
+}
+
+func TestTheProcessingTimeoutCancelsTheHandlerContext(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	errs := make(chan error, 1)
+	h := controller.HandlerFunc(func(ctx context.Context, _ runtime.Object) error {
+		select {
+		case <-ctx.Done():
+			errs <- ctx.Err()
+		case <-time.After(5 * time.Second):
+			errs <- errors.New("context not cancelled within 5s")
+		}
+		return controller.Terminal(errors.New("stop"))
+	})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+		ProcessingTimeout: 50 * time.Millisecond})
+	if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("got handler context error %v, want %v", err, context.DeadlineExceeded)
+	}
+	_ = stop()
+}
+
+func TestAPanicIsRecoveredCountedAndRetried(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	rec := newMetrics()
+	h := &recorder{answer: func(_ *corev1.Pod, n int) error {
+		if n == 1 {
+			panic("boom")
+		}
+		return nil
+	}}
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+		RetryBaseDelay: time.Millisecond, MetricsRecorder: rec})
+	eventually(t, "a is handled after the panic", func() bool { return h.countOf("a") == 2 })
+	if got := rec.get("panic"); got != 1 {
+		t.Errorf("got %d panics recorded, want 1", got)
+	}
+	if got := rec.get("handled success=false"); got != 1 {
+		t.Errorf("got %d failed handlings, want 1", got)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("got Run error %v, want nil", err)
+	}
+}
+
+func TestAKeyIsNeverHandledConcurrentlyWhileKeysRunInParallel(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	const keys = 4
+	for i := range keys {
+		mustAdd(t, src, pod(fmt.Sprintf("k%d", i)))
+	}
+	var (
+		mu           sync.Mutex
+		inFlight     = map[string]int{}
+		overlaps     int
+		running, max int
+		calls        atomic.Int64
+	)
+	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+		name := obj.(*corev1.Pod).Name
+		mu.Lock()
+		inFlight[name]++
+		if inFlight[name] > 1 {
+			overlaps++
+		}
+		running++
+		max = maxInt(max, running)
+		mu.Unlock()
+		time.Sleep(20 * time.Millisecond)
+		mu.Lock()
+		inFlight[name]--
+		running--
+		mu.Unlock()
+		calls.Add(1)
+		return nil
+	})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+		ConcurrentWorkers: 8})
+	// Re-enqueue every key many times while it is being handled.
+	for round := range 30 {
+		for i := range keys {
+			p := pod(fmt.Sprintf("k%d", i))
+			p.Labels = map[string]string{"round": fmt.Sprint(round)}
+			mustUpdate(t, src, p)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	eventually(t, "updates are handled", func() bool { return calls.Load() >= 2*keys })
+	_ = stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if overlaps != 0 {
+		t.Errorf("got %d handlings overlapping another of the same key, want 0", overlaps)
+	}
+	if max < 2 {
+		t.Errorf("got at most %d handlings at once, want different keys handled in parallel", max)
+	}
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+func TestRunWaitsForRunningHandlersAndCancelsThem(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	started := make(chan struct{})
+	var finished atomic.Bool
+	h := controller.HandlerFunc(func(ctx context.Context, _ runtime.Object) error {
+		close(started)
+		<-ctx.Done()
+		time.Sleep(100 * time.Millisecond) // clean-up after cancellation
+		finished.Store(true)
+		return ctx.Err()
+	})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+	<-started
+	if err := stop(); err != nil {
+		t.Errorf("got Run error %v, want nil", err)
+	}
+	if !finished.Load() {
+		t.Error("Run returned before the running handler finished")
+	}
+}
+
+func TestRunGivesUpOnAHandlerIgnoringCancellation(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	started, release := make(chan struct{}), make(chan struct{})
+	h := controller.HandlerFunc(func(context.Context, runtime.Object) error {
+		close(started)
+		<-release // ignores its context
+		return nil
+	})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+		ShutdownTimeout: 100 * time.Millisecond})
+	<-started
+	err := stop()
+	if !errors.Is(err, controller.ErrShutdownTimeout) {
+		t.Errorf("got Run error %v, want %v", err, controller.ErrShutdownTimeout)
+	}
+	close(release) // let the abandoned handler go before goleak looks
+}
+
+func TestRunTwiceIsAnError(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Run(ctx); err != nil {
+		t.Fatalf("got first Run error %v, want nil", err)
+	}
+	if err := c.Run(ctx); !errors.Is(err, controller.ErrAlreadyRun) {
+		t.Errorf("got second Run error %v, want %v", err, controller.ErrAlreadyRun)
+	}
+}
+
+func TestResyncHandlesUnchangedObjectsAgain(t *testing.T) {
+	tests := []struct {
+		name    string
+		disable bool
+		atLeast int
+		atMost  int
+	}{
+		{"resync every second", false, 2, 1 << 30},
+		{"resync disabled", true, 1, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+			mustAdd(t, src, pod("a"))
+			h := &recorder{}
+			// client-go's shortest resync period is one second.
+			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src,
+				ResyncInterval: time.Second, DisableResync: tt.disable})
+			time.Sleep(2500 * time.Millisecond)
+			_ = stop()
+			if got := h.countOf("a"); got < tt.atLeast || got > tt.atMost {
+				t.Errorf("got %d calls in 2.5s, want between %d and %d", got, tt.atLeast, tt.atMost)
+			}
+		})
+	}
+}
+
+func TestTransformRunsBeforeObjectsEnterTheCache(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	p := pod("a")
+	p.Annotations = map[string]string{"huge": strings.Repeat("x", 1000)}
+	mustAdd(t, src, p)
+	got := make(chan map[string]string, 1)
+	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+		got <- obj.(*corev1.Pod).Annotations
+		return nil
+	})
+	strip := func(obj any) (any, error) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			p.Annotations = nil
+		}
+		return obj, nil
+	}
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true, Transform: strip})
+	if a := <-got; a != nil {
+		t.Errorf("got annotations %v, want none after the transform", a)
+	}
+	_ = stop()
+}
+
+func TestDisableDeepCopyHandsOutTheCachedObject(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	objs := make(chan runtime.Object, 2)
+	var calls atomic.Int32
+	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+		if calls.Add(1) > 2 {
+			return nil
+		}
+		objs <- obj
+		return controller.RequeueAfter(0)
+	})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true, DisableDeepCopy: true})
+	first, second := <-objs, <-objs
+	_ = stop()
+	if first != second {
+		t.Error("got two different objects for two handlings, want the same cached object")
+	}
+}
+
+func TestNewRejectsAnInvalidConfig(t *testing.T) {
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	h := &recorder{}
+	tests := []struct {
+		name string
+		cfg  controller.Config
+		want string
+	}{
+		{"no name", controller.Config{Handler: h, Retriever: src}, "name is required"},
+		{"no handler", controller.Config{Name: "x", Retriever: src}, "handler is required"},
+		{"no retriever", controller.Config{Name: "x", Handler: h}, "retriever is required"},
+		{"max delay below base", controller.Config{Name: "x", Handler: h, Retriever: src,
+			RetryBaseDelay: time.Second, RetryMaxDelay: time.Millisecond}, "retry max delay"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := controller.New(tt.cfg)
+			if !errors.Is(err, controller.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got error %v, want one wrapping ErrInvalidConfig and saying %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNewDoesNotChangeTheCallersConfig(t *testing.T) {
+	cfg := controller.Config{Name: "x", Handler: &recorder{}, Retriever: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})}
+	if _, err := controller.New(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ConcurrentWorkers != 0 || cfg.Logger != nil {
+		t.Errorf("got a Config changed by New: %+v", cfg)
+	}
+}

@@ -1,0 +1,65 @@
+// Package controller is Kooper's core: a [Retriever] (list and watch of one
+// resource type) plus a [Handler] (your domain logic) make a [Controller].
+// An operator is the same thing with a Retriever on a custom resource.
+//
+//	Retriever ──► cache (client-go informer) ──► queue of keys ──► workers ──► Handler
+//
+// # Level-based, not edge-based
+//
+// The Handler receives the latest state of an object, never a diff or an
+// event type: "here is how the object is now, make the world match". The
+// queue holds object keys, so many changes to one object before a worker
+// gets to it collapse into one handling of its newest state, and a key that
+// changes while it is being handled is handled once more afterwards, never by
+// two workers at once. Each handling gets its own deep copy of the cached
+// object (Config.DisableDeepCopy turns that off for read-only handlers).
+//
+// # No delete event, on purpose
+//
+// There is no OnDelete. An object that is gone has no state to handle, and a
+// delete notification can be missed (the controller was down, the watch was
+// re-listed), so logic built on it leaks. Instead:
+//   - child objects carry an owner reference to their parent and the
+//     garbage collector deletes them with it (package owner);
+//   - external state (a cloud resource, a DNS record) is protected by a
+//     finalizer: the object is only marked for deletion, the handler sees
+//     the deletionTimestamp, cleans up and removes the finalizer (package
+//     finalizer).
+//
+// # Failures
+//
+// A Handler error retries the object with per-object exponential backoff
+// and jitter, Config.MaxRetries times; a success resets the backoff. Wrap an
+// error with [Terminal] when retrying cannot help. Return [RequeueAfter] to
+// be called again after a delay even if nothing changes (periodic work). A
+// panic is recovered, logged with the object key, counted and retried like
+// an error: one bad object never crashes the process.
+//
+// # Several resource types
+//
+// A controller watches one type. An operator that manages several types
+// runs one controller per type, all sharing one Handler; the controllers of
+// child types map each child to its owner with owner.Middleware, so the
+// Handler always receives the primary object.
+//
+// # Lifecycle
+//
+// [Controller.Run] fills the cache, waits for it on a channel (no polling),
+// handles objects until its context is done, then cancels running handlers,
+// waits for them (Config.ShutdownTimeout) and returns with no goroutine left.
+// Leader election (package leaderelection) runs a Controller only while its
+// replica holds a Lease.
+//
+// # Typed handlers
+//
+// [NewTypedHandler] turns a [TypedHandler] of a concrete type such as
+// *corev1.Pod into a Handler, so domain code has no type assertion.
+//
+// # Middlewares
+//
+// Handlers compose: [Chain] wraps a Handler in [Middleware]s (logging,
+// metrics, tracing, owner lookup), outermost first. The controller adds two
+// of its own around yours: handling metrics, then panic recovery.
+//
+// Package controllertest has an in-memory Retriever for unit tests.
+package controller

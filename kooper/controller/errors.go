@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	// ErrInvalidConfig is wrapped by every error New returns for a bad Config.
+	ErrInvalidConfig = errors.New("invalid controller config")
+	// ErrAlreadyRun is returned by Run on a Controller that already ran.
+	ErrAlreadyRun = errors.New("controller already ran")
+	// ErrShutdownTimeout is returned by Run when handlers were still running
+	// after Config.ShutdownTimeout. Those handlers' contexts were cancelled;
+	// a handler that ignores its context is abandoned.
+	ErrShutdownTimeout = errors.New("handlers still running after the shutdown timeout")
+	// ErrCacheSync is returned by Run when the controller stopped before its
+	// cache finished the initial sync.
+	ErrCacheSync = errors.New("cache did not sync")
+)
+
+// terminalError marks an error that retrying cannot fix.
+type terminalError struct{ err error }
+
+func (e *terminalError) Error() string { return "terminal: " + e.err.Error() }
+func (e *terminalError) Unwrap() error { return e.err }
+
+// Terminal marks err as not worth retrying (an invalid spec, a type the
+// handler cannot handle). The controller records and logs it, then forgets
+// the object until its next change or resync. Terminal(nil) is nil.
+func Terminal(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &terminalError{err: err}
+}
+
+// IsTerminal reports whether err, or any error it wraps, was made by [Terminal].
+func IsTerminal(err error) bool {
+	var t *terminalError
+	return errors.As(err, &t)
+}
+
+// requeueError asks for another handling after a delay.
+type requeueError struct{ after time.Duration }
+
+func (e *requeueError) Error() string { return fmt.Sprintf("requeue after %s", e.after) }
+
+// RequeueAfter returns a value for a Handler to return when the object must
+// be handled again after d even if nothing changes (a periodic job, an
+// external state to poll). It is not a failure: the object's backoff is
+// reset and it is not counted as an error. It may be wrapped with %w. A
+// change to the object before d triggers a handling as usual; the requested
+// one still happens. d <= 0 requeues at once.
+func RequeueAfter(d time.Duration) error { return &requeueError{after: d} }
+
+// requeueAfter returns the delay requested by err, if any.
+func requeueAfter(err error) (time.Duration, bool) {
+	var r *requeueError
+	if errors.As(err, &r) {
+		return r.after, true
+	}
+	return 0, false
+}

@@ -1,0 +1,141 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/log"
+)
+
+// A controller that logs every pod of a cluster, the README's quickstart.
+// It needs a cluster, so it is compiled but not run by go test.
+func Example_podLogger() {
+	// region: quickstart
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+
+	// Retriever: list and watch pods in every namespace.
+	pods := controller.RetrieverFromListerWatcher(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Pods("").List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Pods("").Watch(ctx, o)
+		},
+	}, client))
+
+	// Handler: called with the latest state of each pod.
+	logPod := controller.TypedHandlerFunc[*corev1.Pod](func(ctx context.Context, pod *corev1.Pod) error {
+		fmt.Printf("pod %s/%s is %s\n", pod.Namespace, pod.Name, pod.Status.Phase)
+		return nil
+	})
+
+	ctrl, err := controller.New(controller.Config{
+		Name:      "pod-logger",
+		Handler:   controller.NewTypedHandler(logPod),
+		Retriever: pods,
+		Logger:    log.NewStd(os.Stderr, log.StdOptions{}),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return
+	}
+	if err := ctrl.Run(ctx); err != nil { // until Ctrl-C
+		fmt.Fprintln(os.Stderr, err)
+	}
+	// endregion
+}
+
+// New and Run a controller over an in-memory retriever.
+func ExampleNew() {
+	pods := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	for _, name := range []string{"web-1", "web-2"} {
+		_, _ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}})
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	handled := 0
+	ctrl, err := controller.New(controller.Config{
+		Name:      "example",
+		Retriever: pods,
+		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+			pod := obj.(*corev1.Pod)
+			fmt.Println("handling", pod.Namespace+"/"+pod.Name)
+			if handled++; handled == 2 {
+				cancel()
+			}
+			return nil
+		}),
+		ConcurrentWorkers: 1, // in order, for a stable output
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := ctrl.Run(ctx); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// handling shop/web-1
+	// handling shop/web-2
+}
+
+// A typed handler skips the type assertion.
+func ExampleNewTypedHandler() {
+	h := controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.Pod](
+		func(_ context.Context, pod *corev1.Pod) error {
+			fmt.Println("pod", pod.Name)
+			return nil
+		}))
+
+	_ = h.Handle(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}})
+	err := h.Handle(context.Background(), &corev1.Service{})
+	fmt.Println(err, controller.IsTerminal(err))
+	// Output:
+	// pod web-1
+	// terminal: handler wants *v1.Pod, got *v1.Service true
+}
+
+// Chain wraps a handler in middlewares, the first one outermost.
+func ExampleChain() {
+	trace := func(name string) controller.Middleware {
+		return func(next controller.Handler) controller.Handler {
+			return controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
+				fmt.Println("enter", name)
+				defer fmt.Println("leave", name)
+				return next.Handle(ctx, obj)
+			})
+		}
+	}
+	h := controller.Chain(controller.HandlerFunc(func(context.Context, runtime.Object) error {
+		fmt.Println("handle")
+		return nil
+	}), trace("logging"), trace("metrics"))
+
+	_ = h.Handle(context.Background(), &corev1.Pod{})
+	// Output:
+	// enter logging
+	// enter metrics
+	// handle
+	// leave metrics
+	// leave logging
+}

@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+)
+
+// MetricsRecorder receives a controller's measurements. Implementations
+// must be safe for concurrent use; kooper/metrics/prometheus provides one.
+// controller is always the Config.Name of the controller recording.
+type MetricsRecorder interface {
+	// IncQueuedEvent counts an object key added to the queue: requeue is
+	// false for a change seen by the retriever (or a resync) and true for a
+	// retry or a RequeueAfter request.
+	IncQueuedEvent(controller string, requeue bool)
+	// ObserveQueueWait records how long a key waited in the queue before a
+	// worker took it.
+	ObserveQueueWait(controller string, d time.Duration)
+	// ObserveHandling records one handler call, its duration and whether it
+	// returned nil (a RequeueAfter request counts as success).
+	ObserveHandling(controller string, success bool, d time.Duration)
+	// IncRetry counts a failed handling that will be retried.
+	IncRetry(controller string)
+	// IncDropped counts a failed object given up on: reason is
+	// DropReasonMaxRetries or DropReasonTerminal.
+	IncDropped(controller string, reason string)
+	// IncPanic counts a handler panic (recovered, then retried).
+	IncPanic(controller string)
+	// AddQueueLength moves the number of keys waiting in the queue by delta.
+	AddQueueLength(controller string, delta int)
+}
+
+// Reasons passed to MetricsRecorder.IncDropped.
+const (
+	DropReasonMaxRetries = "max_retries"
+	DropReasonTerminal   = "terminal"
+)
+
+type noopRecorder struct{}
+
+func (noopRecorder) IncQueuedEvent(string, bool)                 {}
+func (noopRecorder) ObserveQueueWait(string, time.Duration)      {}
+func (noopRecorder) ObserveHandling(string, bool, time.Duration) {}
+func (noopRecorder) IncRetry(string)                             {}
+func (noopRecorder) IncDropped(string, string)                   {}
+func (noopRecorder) IncPanic(string)                             {}
+func (noopRecorder) AddQueueLength(string, int)                  {}
+
+// queueMetrics lets client-go's workqueue report the two things only it can
+// see, queue length and time in queue, to a MetricsRecorder. Everything else
+// the workqueue measures is covered by the recorder's own calls.
+type queueMetrics struct{ rec MetricsRecorder }
+
+var _ workqueue.MetricsProvider = queueMetrics{}
+
+func (m queueMetrics) NewDepthMetric(name string) workqueue.GaugeMetric {
+	return depthMetric{rec: m.rec, name: name}
+}
+func (m queueMetrics) NewLatencyMetric(name string) workqueue.HistogramMetric {
+	return latencyMetric{rec: m.rec, name: name}
+}
+func (queueMetrics) NewAddsMetric(string) workqueue.CounterMetric { return noopMetric{} }
+func (queueMetrics) NewWorkDurationMetric(string) workqueue.HistogramMetric {
+	return noopMetric{}
+}
+func (queueMetrics) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return noopMetric{}
+}
+func (queueMetrics) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return noopMetric{}
+}
+func (queueMetrics) NewRetriesMetric(string) workqueue.CounterMetric { return noopMetric{} }
+
+type depthMetric struct {
+	rec  MetricsRecorder
+	name string
+}
+
+func (d depthMetric) Inc() { d.rec.AddQueueLength(d.name, 1) }
+func (d depthMetric) Dec() { d.rec.AddQueueLength(d.name, -1) }
+
+type latencyMetric struct {
+	rec  MetricsRecorder
+	name string
+}
+
+func (l latencyMetric) Observe(seconds float64) {
+	l.rec.ObserveQueueWait(l.name, time.Duration(seconds*float64(time.Second)))
+}
+
+type noopMetric struct{}
+
+func (noopMetric) Inc()            {}
+func (noopMetric) Dec()            {}
+func (noopMetric) Set(float64)     {}
+func (noopMetric) Observe(float64) {}

@@ -1,0 +1,102 @@
+package controller
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+)
+
+// Retriever lists and watches one resource type. The controller's cache
+// calls it with the controller's context and with the options the client-go
+// reflector chooses, which a Retriever must pass through unchanged: with
+// client-go 0.36 and a 1.27+ API server the initial state arrives as a
+// streamed watch (sendInitialEvents=true, allowWatchBookmarks=true) with no
+// LIST at all, and List is used only as a fallback.
+//
+// A Retriever over a fake clientset must say that it cannot stream the
+// initial list, by implementing
+//
+//	IsWatchListSemanticsUnSupported() bool
+//
+// as client-go's fakes and [RetrieverFromListerWatcher] do; otherwise the
+// cache waits forever for initial events a fake never sends. A Retriever
+// that wraps another must forward that method.
+type Retriever interface {
+	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+}
+
+// RetrieverFromListerWatcher adapts a client-go ListerWatcher, such as the
+// one a typed clientset builds:
+//
+//	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+//		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+//			return client.CoreV1().Pods("").List(ctx, o)
+//		},
+//		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+//			return client.CoreV1().Pods("").Watch(ctx, o)
+//		},
+//	}, client)
+//	r := controller.RetrieverFromListerWatcher(lw)
+//
+// The caller's context and options reach lw unchanged, and lw's
+// watch-list support marker stays visible (see [Retriever]).
+func RetrieverFromListerWatcher(lw cache.ListerWatcher) Retriever {
+	return &lwRetriever{orig: lw, lw: cache.ToListerWatcherWithContext(lw)}
+}
+
+type lwRetriever struct {
+	orig cache.ListerWatcher
+	lw   cache.ListerWatcherWithContext
+}
+
+func (r *lwRetriever) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return r.lw.ListWithContext(ctx, opts)
+}
+
+func (r *lwRetriever) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return r.lw.WatchWithContext(ctx, opts)
+}
+
+func (r *lwRetriever) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(r.orig)
+}
+
+// listerWatcher turns a Retriever into the client-go ListerWatcher that the
+// informer needs, bound to the context of one Run. The reflector only calls
+// the WithContext methods; the others exist to satisfy cache.ListerWatcher.
+type listerWatcher struct {
+	ctx context.Context
+	r   Retriever
+}
+
+var (
+	_ cache.ListerWatcher            = listerWatcher{}
+	_ cache.ListerWatcherWithContext = listerWatcher{}
+)
+
+func (l listerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return l.r.List(l.ctx, opts)
+}
+
+func (l listerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return l.r.Watch(l.ctx, opts)
+}
+
+func (l listerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return l.r.List(ctx, opts)
+}
+
+func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return l.r.Watch(ctx, opts)
+}
+
+// IsWatchListSemanticsUnSupported forwards the Retriever's marker: hiding it
+// would make an informer over a fake clientset hang.
+func (l listerWatcher) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(l.r)
+}

@@ -1,0 +1,44 @@
+// Package event records Kubernetes Events: the short, human-facing notes
+// that kubectl describe shows under an object ("Normal Created created
+// deployment web", "Warning InvalidSpec replicas must be positive").
+//
+// [New] builds a [Recorder] from a [Config]; [Recorder.Normal] and
+// [Recorder.Warning] queue an event about an object and return at once; a
+// background goroutine writes it through the clientset. [Recorder.Shutdown]
+// stops that goroutine.
+//
+//	rec, err := event.New(event.Config{Client: client, Component: "foo-operator"})
+//	if err != nil {
+//		return err
+//	}
+//	defer rec.Shutdown()
+//	rec.Normal(foo, "Created", "created deployment %s", name)
+//
+// A handler should not depend on *Recorder: declare the one or two methods
+// it calls as an interface next to it, and fake that in its tests.
+//
+// # Which client-go API
+//
+// This package wraps k8s.io/client-go/tools/record (core/v1 Events), not
+// the newer k8s.io/client-go/tools/events (events.k8s.io/v1). Both write the
+// same Event objects, and kubectl describe shows either. record is the
+// simpler to run: one broadcaster writing to a sink, stopped by one call,
+// where events needs a context for its recording goroutines and a Shutdown
+// besides, and an action and a related object for every event. record also
+// folds repeated events into one with a count, the behaviour users expect
+// from kubectl.
+//
+// # Consequences
+//
+//   - Events are best effort, not a log or an audit trail. Similar events
+//     about one object are aggregated and rate limited; a full queue drops
+//     events; events still queued at Shutdown may be lost; events recorded
+//     after Shutdown are dropped. Errors go to klog, never to the caller.
+//   - The Recorder writes with create and patch on "events" in the core
+//     group, in the object's namespace, and in "default" for cluster-scoped
+//     objects: grant those verbs in the operator's RBAC.
+//   - The involved object's kind comes from its TypeMeta or, for typed
+//     objects without one (anything from a lister), from Config.Scheme. An
+//     object whose kind the scheme does not know gets no event, with an
+//     error in klog: register custom resources in the scheme you pass.
+package event

@@ -1,0 +1,156 @@
+package event_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kooperkit/kooper/kooper/event"
+)
+
+// waitForEvents polls namespace until it holds n events or a deadline
+// passes: the Recorder writes asynchronously.
+func waitForEvents(t *testing.T, client kubernetes.Interface, namespace string, n int) []corev1.Event {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		list, err := client.CoreV1().Events(namespace).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatalf("got error %v listing events, want nil", err)
+		}
+		if len(list.Items) >= n {
+			return list.Items
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("got %d events in %q after 10s, want %d", len(list.Items), namespace, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRecorder(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "pod-uid"}}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", UID: "node-uid"}}
+	tests := []struct {
+		name          string
+		record        func(r *event.Recorder)
+		wantNamespace string
+		wantType      string
+		wantReason    string
+		wantMessage   string
+		wantObject    corev1.ObjectReference
+	}{
+		{
+			name:          "a normal event is written about a namespaced object",
+			record:        func(r *event.Recorder) { r.Normal(pod, "Created", "created %s %d", "replica", 1) },
+			wantNamespace: "shop",
+			wantType:      corev1.EventTypeNormal,
+			wantReason:    "Created",
+			wantMessage:   "created replica 1",
+			wantObject:    corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "web-0", UID: "pod-uid"},
+		},
+		{
+			name:          "a warning about a cluster-scoped object is written in the default namespace",
+			record:        func(r *event.Recorder) { r.Warning(node, "Unreachable", "no heartbeat") },
+			wantNamespace: "default",
+			wantType:      corev1.EventTypeWarning,
+			wantReason:    "Unreachable",
+			wantMessage:   "no heartbeat",
+			wantObject:    corev1.ObjectReference{APIVersion: "v1", Kind: "Node", Name: "node-1", UID: "node-uid"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			r, err := event.New(event.Config{Client: client, Component: "test-operator"})
+			if err != nil {
+				t.Fatalf("got error %v, want nil", err)
+			}
+
+			tt.record(r)
+			events := waitForEvents(t, client, tt.wantNamespace, 1)
+			r.Shutdown()
+			goleak.VerifyNone(t)
+
+			if len(events) != 1 {
+				t.Fatalf("got %d events, want 1", len(events))
+			}
+			e := events[0]
+			if e.Type != tt.wantType {
+				t.Errorf("got type %q, want %q", e.Type, tt.wantType)
+			}
+			if e.Reason != tt.wantReason {
+				t.Errorf("got reason %q, want %q", e.Reason, tt.wantReason)
+			}
+			if e.Message != tt.wantMessage {
+				t.Errorf("got message %q, want %q", e.Message, tt.wantMessage)
+			}
+			if e.Source.Component != "test-operator" {
+				t.Errorf("got source component %q, want %q", e.Source.Component, "test-operator")
+			}
+			if e.InvolvedObject != tt.wantObject {
+				t.Errorf("got involved object %+v, want %+v", e.InvolvedObject, tt.wantObject)
+			}
+		})
+	}
+}
+
+func TestRecorderShutdown(t *testing.T) {
+	client := fake.NewClientset()
+	r, err := event.New(event.Config{Client: client, Component: "test-operator"})
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0"}}
+	for range 10 {
+		r.Normal(pod, "Queued", "queued while shutting down")
+	}
+
+	r.Shutdown()
+	r.Shutdown() // a second call does nothing
+	r.Warning(pod, "Late", "recorded after shutdown")
+
+	goleak.VerifyNone(t)
+	list, err := client.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("got error %v listing events, want nil", err)
+	}
+	for _, e := range list.Items {
+		if e.Reason == "Late" {
+			t.Errorf("got event %q recorded after shutdown, want none", e.Reason)
+		}
+	}
+}
+
+func TestNew(t *testing.T) {
+	tests := []struct {
+		name    string
+		cfg     event.Config
+		wantErr error
+	}{
+		{name: "a config with a client and a component is valid", cfg: event.Config{Client: fake.NewClientset(), Component: "op"}},
+		{name: "a config without a client is refused", cfg: event.Config{Component: "op"}, wantErr: event.ErrInvalidConfig},
+		{name: "a config without a component is refused", cfg: event.Config{Client: fake.NewClientset()}, wantErr: event.ErrInvalidConfig},
+		{name: "a custom scheme is accepted", cfg: event.Config{Client: fake.NewClientset(), Component: "op", Scheme: runtime.NewScheme()}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := event.New(tt.cfg)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("got error %v, want %v", err, tt.wantErr)
+			}
+			if r != nil {
+				r.Shutdown()
+			}
+			goleak.VerifyNone(t)
+		})
+	}
+}

@@ -1,0 +1,54 @@
+package log_test
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/kooperkit/kooper/kooper/log"
+)
+
+// NewStd writes one logfmt-style line per entry. DisableTime keeps the output
+// reproducible; leave it off in a real program.
+func ExampleNewStd() {
+	logger := log.NewStd(os.Stdout, log.StdOptions{Level: log.LevelInfo, DisableTime: true})
+
+	logger.Debug("not written: below the level")
+	logger.Info("controller started", log.KeyController, "pod-terminator")
+	logger.Error("could not handle object",
+		log.KeyObject, "default/web-0",
+		log.KeyErr, errors.New("pods \"web-0\" is forbidden"))
+	// Output:
+	// level=info msg="controller started" controller=pod-terminator
+	// level=error msg="could not handle object" object=default/web-0 err="pods \"web-0\" is forbidden"
+}
+
+// With returns a child Logger that adds its key/values to every entry, the
+// way a controller tags each worker's logs.
+func ExampleLogger_with() {
+	logger := log.NewStd(os.Stdout, log.StdOptions{Level: log.LevelDebug, DisableTime: true})
+	ctrl := logger.With(log.KeyController, "pod-terminator")
+	worker := ctrl.With(log.KeyWorker, 0)
+
+	worker.Debug("handling object", log.KeyObject, "default/web-0", log.KeyAttempt, 1)
+	ctrl.Info("controller stopped")
+	// Output:
+	// level=debug msg="handling object" controller=pod-terminator worker=0 object=default/web-0 attempt=1
+	// level=info msg="controller stopped" controller=pod-terminator
+}
+
+// ParseLevel turns a flag value into a Level.
+func ExampleParseLevel() {
+	for _, s := range []string{"debug", "WARN", "verbose"} {
+		level, err := log.ParseLevel(s)
+		if err != nil {
+			fmt.Println("error:", err)
+			continue
+		}
+		fmt.Println(level)
+	}
+	// Output:
+	// debug
+	// warn
+	// error: unknown log level "verbose", want debug, info, warn or error
+}

@@ -1,0 +1,41 @@
+package log
+
+// Logger is a leveled, structured logger. kv holds alternating keys and
+// values; keys are strings, preferably from this package's Key constants.
+type Logger interface {
+	// Debug logs per-object detail, off in production.
+	Debug(msg string, kv ...any)
+	// Info logs lifecycle events: started, synced, stopped, leading.
+	Info(msg string, kv ...any)
+	// Warn logs something unexpected that Kooper recovered from.
+	Warn(msg string, kv ...any)
+	// Error logs a failure a person may need to act on.
+	Error(msg string, kv ...any)
+	// With returns a Logger that adds kv to every entry.
+	With(kv ...any) Logger
+}
+
+// The key vocabulary shared by every Kooper package.
+const (
+	KeyController = "controller" // KeyController is the controller's configured name.
+	KeyObject     = "object"     // KeyObject is an object key: "namespace/name" or "name".
+	KeyKind       = "kind"       // KeyKind is an object's kind.
+	KeyWorker     = "worker"     // KeyWorker is a worker's index.
+	KeyAttempt    = "attempt"    // KeyAttempt counts handlings of one key since its last success, from 1.
+	KeyErr        = "err"        // KeyErr is an error.
+	KeyDuration   = "duration"   // KeyDuration is a time.Duration.
+	KeyIdentity   = "identity"   // KeyIdentity is a leader election candidate's identity.
+	KeyLease      = "lease"      // KeyLease is a Lease as "namespace/name".
+)
+
+// Noop is a Logger that discards everything. It is the default wherever a
+// Logger is optional.
+var Noop Logger = noop{}
+
+type noop struct{}
+
+func (noop) Debug(string, ...any) {}
+func (noop) Info(string, ...any)  {}
+func (noop) Warn(string, ...any)  {}
+func (noop) Error(string, ...any) {}
+func (n noop) With(...any) Logger { return n }

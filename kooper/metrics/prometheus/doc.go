@@ -1,0 +1,56 @@
+// Package prometheus records Kooper controller metrics in Prometheus.
+//
+// [New] registers the metrics below on the prometheus.Registerer it is
+// given (never the global default) and returns a [Recorder], which
+// implements [controller.MetricsRecorder] for any number of controllers:
+//
+//	reg := prometheus.NewRegistry()
+//	rec, err := kooperprom.New(reg, kooperprom.Options{})
+//	if err != nil { ... }
+//	podsCfg.MetricsRecorder = rec // one Recorder, shared:
+//	nodesCfg.MetricsRecorder = rec // controllers differ by their label
+//
+// # Metrics
+//
+//	| metric                                    | type      | labels              | meaning                                |
+//	|-------------------------------------------|-----------|---------------------|----------------------------------------|
+//	| kooper_controller_queued_events_total     | counter   | controller, requeue | keys added to the queue                |
+//	| kooper_controller_queue_wait_seconds      | histogram | controller          | time a key waited in the queue         |
+//	| kooper_controller_handle_duration_seconds | histogram | controller, success | time a handler call took               |
+//	| kooper_controller_retries_total           | counter   | controller          | failed handlings that will be retried  |
+//	| kooper_controller_dropped_total           | counter   | controller, reason  | failed keys given up on                |
+//	| kooper_controller_handler_panics_total    | counter   | controller          | handler panics (recovered, retried)    |
+//	| kooper_controller_queue_length            | gauge     | controller          | keys waiting in the queue now          |
+//	| kooper_controller_leader                  | gauge     | controller          | 1 while leading, 0 otherwise           |
+//
+// Label values:
+//   - controller is the controller's Config.Name; for kooper_controller_leader
+//     it is the name given to [Recorder.SetLeader].
+//   - requeue is "false" for a change the retriever saw (or a resync) and
+//     "true" for a retry or a RequeueAfter request.
+//   - success is "true" when the handler returned nil, including a
+//     RequeueAfter request, and "false" otherwise.
+//   - reason is "max_retries" or "terminal" ([controller.DropReasonMaxRetries],
+//     [controller.DropReasonTerminal]).
+//
+// No label ever holds an object's name, so the number of series grows with
+// the number of controllers, not with the number of objects.
+//
+// # Consequences
+//
+// The first call naming a controller creates all of its series at zero, so a
+// rate() sees the first retry or drop instead of a series appearing at 1.
+// kooper_controller_leader is the exception: it exists only for names passed
+// to SetLeader, because a controller without leader election is neither
+// leading nor waiting. Across replicas, sum by (controller) of it should be 1.
+//
+// Both histograms use [Options].Buckets, by default [DefaultBuckets]: 1ms
+// doubling to about 33s, which covers a handler making a few API calls as
+// well as a key waiting out a retry backoff.
+//
+// A registry holds one Recorder: calling New twice with the same registerer
+// returns an error wrapping prometheus.AlreadyRegisteredError. Create one
+// Recorder per process and share it; it is safe for concurrent use and each
+// method is a map lookup and an atomic update, without allocating. A nil
+// *Recorder records nothing.
+package prometheus

@@ -1,0 +1,100 @@
+package prometheus_test
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// New registers every controller metric on the registry it is given. The
+// first call naming a controller creates its series; the leader gauge
+// appears once a leader election runner calls SetLeader.
+func ExampleNew() {
+	reg := prometheus.NewRegistry()
+	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var _ controller.MetricsRecorder = rec // what a controller.Config takes
+
+	rec.IncQueuedEvent("pod-terminator", false)
+	rec.SetLeader("pod-terminator", true)
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, mf := range mfs {
+		fmt.Println(mf.GetName(), mf.GetType())
+	}
+	// Output:
+	// kooper_controller_dropped_total COUNTER
+	// kooper_controller_handle_duration_seconds HISTOGRAM
+	// kooper_controller_handler_panics_total COUNTER
+	// kooper_controller_leader GAUGE
+	// kooper_controller_queue_length GAUGE
+	// kooper_controller_queue_wait_seconds HISTOGRAM
+	// kooper_controller_queued_events_total COUNTER
+	// kooper_controller_retries_total COUNTER
+}
+
+// One Recorder serves every controller of a process; their series differ by
+// the controller label.
+func ExampleRecorder_shared() {
+	reg := prometheus.NewRegistry()
+	rec, err := kooperprom.New(reg, kooperprom.Options{Buckets: []float64{0.1, 1, 10}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	rec.ObserveHandling("pods", true, 30*time.Millisecond)
+	rec.ObserveHandling("pods", false, 3*time.Second)
+	rec.ObserveHandling("nodes", true, 400*time.Millisecond)
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "kooper_controller_handle_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := m.GetLabel() // sorted by name: controller, success
+			h := m.GetHistogram()
+			fmt.Printf("controller=%s success=%s count=%d sum=%gs\n",
+				l[0].GetValue(), l[1].GetValue(), h.GetSampleCount(), h.GetSampleSum())
+		}
+	}
+	// Output:
+	// controller=nodes success=false count=0 sum=0s
+	// controller=nodes success=true count=1 sum=0.4s
+	// controller=pods success=false count=1 sum=3s
+	// controller=pods success=true count=1 sum=0.03s
+}
+
+// A registry holds one Recorder. A second New on the same registry fails
+// with an error wrapping prometheus.AlreadyRegisteredError: share the first
+// Recorder instead.
+func ExampleNew_alreadyRegistered() {
+	reg := prometheus.NewRegistry()
+	if _, err := kooperprom.New(reg, kooperprom.Options{}); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	_, err := kooperprom.New(reg, kooperprom.Options{})
+	fmt.Println(errors.As(err, new(prometheus.AlreadyRegisteredError)))
+	fmt.Println(err)
+	// Output:
+	// true
+	// could not register controller metrics, share one Recorder per registry instead of creating another: duplicate metrics collector registration attempted
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package prometheus_test
+
+func init() { raceEnabled = true }

@@ -1,0 +1,280 @@
+package prometheus
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	prom "github.com/prometheus/client_golang/prometheus"
+)
+
+// Label names. Their values are bounded: see the package documentation.
+const (
+	labelController = "controller"
+	labelRequeue    = "requeue"
+	labelSuccess    = "success"
+	labelReason     = "reason"
+)
+
+// DefaultBuckets returns the histogram buckets used when Options.Buckets is
+// empty: 16 upper bounds from 1ms doubling to 32.768s.
+func DefaultBuckets() []float64 {
+	return prom.ExponentialBuckets(0.001, 2, 16)
+}
+
+// Options configures [New].
+type Options struct {
+	// Buckets are the upper bounds, in seconds, of the queue wait and handle
+	// duration histograms, strictly increasing. Default DefaultBuckets().
+	Buckets []float64
+}
+
+func (o *Options) defaults() {
+	if len(o.Buckets) == 0 {
+		o.Buckets = DefaultBuckets()
+	} else {
+		// Copy, so the caller may reuse its slice.
+		o.Buckets = slices.Clone(o.Buckets)
+	}
+}
+
+func (o Options) validate() error {
+	for i := 1; i < len(o.Buckets); i++ {
+		// Written as !(a > b) so that NaN fails too.
+		if !(o.Buckets[i] > o.Buckets[i-1]) {
+			return fmt.Errorf("buckets must be strictly increasing, got %v after %v", o.Buckets[i], o.Buckets[i-1])
+		}
+	}
+	return nil
+}
+
+// Recorder records controller metrics in Prometheus. It implements
+// [controller.MetricsRecorder]; one Recorder serves every controller of a
+// process. Create it with [New]. It is safe for concurrent use, and a nil
+// *Recorder records nothing.
+type Recorder struct {
+	queued    *prom.CounterVec
+	queueWait *prom.HistogramVec
+	handle    *prom.HistogramVec
+	retries   *prom.CounterVec
+	dropped   *prom.CounterVec
+	panics    *prom.CounterVec
+	queueLen  *prom.GaugeVec
+	leader    *prom.GaugeVec
+
+	// children caches each controller's series: controller name to
+	// *children. Controller names are few and long-lived, so entries are
+	// never removed.
+	children sync.Map
+}
+
+var _ controller.MetricsRecorder = (*Recorder)(nil)
+
+// children holds one controller's series, looked up once so that recording
+// is a map load and an atomic add.
+type children struct {
+	queuedNew, queuedRequeue    prom.Counter
+	queueWait                   prom.Observer
+	handleSuccess, handleFailed prom.Observer
+	retries                     prom.Counter
+	droppedMaxRetries           prom.Counter
+	droppedTerminal             prom.Counter
+	panics                      prom.Counter
+	queueLen                    prom.Gauge
+}
+
+// New creates a Recorder and registers its metrics on reg. Registration is
+// all or nothing. It fails if reg is nil, if opts is invalid, or if reg
+// already has these metrics, typically from another Recorder: that error
+// wraps prometheus.AlreadyRegisteredError, and the fix is to share one Recorder.
+func New(reg prom.Registerer, opts Options) (*Recorder, error) {
+	if reg == nil {
+		return nil, errors.New("could not create metrics recorder: a prometheus.Registerer is required")
+	}
+	opts.defaults()
+	if err := opts.validate(); err != nil {
+		return nil, fmt.Errorf("could not create metrics recorder: %w", err)
+	}
+
+	r := &Recorder{
+		queued: prom.NewCounterVec(prom.CounterOpts{
+			Name: "kooper_controller_queued_events_total",
+			Help: "Object keys added to a controller's queue; requeue is true for retries and RequeueAfter requests.",
+		}, []string{labelController, labelRequeue}),
+		queueWait: prom.NewHistogramVec(prom.HistogramOpts{
+			Name:    "kooper_controller_queue_wait_seconds",
+			Help:    "Time an object key waited in a controller's queue before a worker took it.",
+			Buckets: opts.Buckets,
+		}, []string{labelController}),
+		handle: prom.NewHistogramVec(prom.HistogramOpts{
+			Name:    "kooper_controller_handle_duration_seconds",
+			Help:    "Time a controller's handler took per call; success is true when it returned no error.",
+			Buckets: opts.Buckets,
+		}, []string{labelController, labelSuccess}),
+		retries: prom.NewCounterVec(prom.CounterOpts{
+			Name: "kooper_controller_retries_total",
+			Help: "Failed handlings that a controller will retry.",
+		}, []string{labelController}),
+		dropped: prom.NewCounterVec(prom.CounterOpts{
+			Name: "kooper_controller_dropped_total",
+			Help: "Failed object keys a controller gave up on, by reason: max_retries or terminal.",
+		}, []string{labelController, labelReason}),
+		panics: prom.NewCounterVec(prom.CounterOpts{
+			Name: "kooper_controller_handler_panics_total",
+			Help: "Handler panics a controller recovered from.",
+		}, []string{labelController}),
+		queueLen: prom.NewGaugeVec(prom.GaugeOpts{
+			Name: "kooper_controller_queue_length",
+			Help: "Object keys waiting in a controller's queue.",
+		}, []string{labelController}),
+		leader: prom.NewGaugeVec(prom.GaugeOpts{
+			Name: "kooper_controller_leader",
+			Help: "1 while this process holds the controller's leader election lease, 0 otherwise.",
+		}, []string{labelController}),
+	}
+
+	// One collector for all eight metrics, so that registration either
+	// succeeds for all of them or changes nothing.
+	all := collectors{r.queued, r.queueWait, r.handle, r.retries, r.dropped, r.panics, r.queueLen, r.leader}
+	if err := reg.Register(all); err != nil {
+		if errors.As(err, new(prom.AlreadyRegisteredError)) {
+			return nil, fmt.Errorf("could not register controller metrics, share one Recorder per registry instead of creating another: %w", err)
+		}
+		return nil, fmt.Errorf("could not register controller metrics: %w", err)
+	}
+	return r, nil
+}
+
+// IncQueuedEvent implements controller.MetricsRecorder.
+func (r *Recorder) IncQueuedEvent(controller string, requeue bool) {
+	if r == nil {
+		return
+	}
+	c := r.forController(controller)
+	if requeue {
+		c.queuedRequeue.Inc()
+	} else {
+		c.queuedNew.Inc()
+	}
+}
+
+// ObserveQueueWait implements controller.MetricsRecorder.
+func (r *Recorder) ObserveQueueWait(controller string, d time.Duration) {
+	if r == nil {
+		return
+	}
+	r.forController(controller).queueWait.Observe(d.Seconds())
+}
+
+// ObserveHandling implements controller.MetricsRecorder.
+func (r *Recorder) ObserveHandling(controller string, success bool, d time.Duration) {
+	if r == nil {
+		return
+	}
+	c := r.forController(controller)
+	if success {
+		c.handleSuccess.Observe(d.Seconds())
+	} else {
+		c.handleFailed.Observe(d.Seconds())
+	}
+}
+
+// IncRetry implements controller.MetricsRecorder.
+func (r *Recorder) IncRetry(controller string) {
+	if r == nil {
+		return
+	}
+	r.forController(controller).retries.Inc()
+}
+
+// IncDropped implements controller.MetricsRecorder. A reason other than
+// controller.DropReasonMaxRetries or controller.DropReasonTerminal is
+// recorded as given, with a slower lookup.
+func (r *Recorder) IncDropped(controllerName string, reason string) {
+	if r == nil {
+		return
+	}
+	c := r.forController(controllerName)
+	switch reason {
+	case controller.DropReasonMaxRetries:
+		c.droppedMaxRetries.Inc()
+	case controller.DropReasonTerminal:
+		c.droppedTerminal.Inc()
+	default:
+		r.dropped.WithLabelValues(controllerName, reason).Inc()
+	}
+}
+
+// IncPanic implements controller.MetricsRecorder.
+func (r *Recorder) IncPanic(controller string) {
+	if r == nil {
+		return
+	}
+	r.forController(controller).panics.Inc()
+}
+
+// AddQueueLength implements controller.MetricsRecorder.
+func (r *Recorder) AddQueueLength(controller string, delta int) {
+	if r == nil {
+		return
+	}
+	r.forController(controller).queueLen.Add(float64(delta))
+}
+
+// SetLeader sets kooper_controller_leader for name, the controller or lease
+// the election is for: 1 when leading is true, 0 otherwise. A leader election
+// runner calls it on every transition, starting with false while it waits.
+func (r *Recorder) SetLeader(name string, leading bool) {
+	if r == nil {
+		return
+	}
+	v := 0.0
+	if leading {
+		v = 1
+	}
+	// Leadership changes rarely: no cache needed.
+	r.leader.WithLabelValues(name).Set(v)
+}
+
+// forController returns name's series, creating them at zero on first use.
+func (r *Recorder) forController(name string) *children {
+	if c, ok := r.children.Load(name); ok {
+		return c.(*children)
+	}
+	c := &children{
+		queuedNew:         r.queued.WithLabelValues(name, strconv.FormatBool(false)),
+		queuedRequeue:     r.queued.WithLabelValues(name, strconv.FormatBool(true)),
+		queueWait:         r.queueWait.WithLabelValues(name),
+		handleSuccess:     r.handle.WithLabelValues(name, strconv.FormatBool(true)),
+		handleFailed:      r.handle.WithLabelValues(name, strconv.FormatBool(false)),
+		retries:           r.retries.WithLabelValues(name),
+		droppedMaxRetries: r.dropped.WithLabelValues(name, controller.DropReasonMaxRetries),
+		droppedTerminal:   r.dropped.WithLabelValues(name, controller.DropReasonTerminal),
+		panics:            r.panics.WithLabelValues(name),
+		queueLen:          r.queueLen.WithLabelValues(name),
+	}
+	// Two goroutines may build children for the same name at once; both get
+	// the same underlying series from the vecs, and the first stored wins.
+	actual, _ := r.children.LoadOrStore(name, c)
+	return actual.(*children)
+}
+
+// collectors registers several collectors as one, which makes registration
+// atomic: the registry checks every descriptor before adding any.
+type collectors []prom.Collector
+
+func (cs collectors) Describe(ch chan<- *prom.Desc) {
+	for _, c := range cs {
+		c.Describe(ch)
+	}
+}
+
+func (cs collectors) Collect(ch chan<- prom.Metric) {
+	for _, c := range cs {
+		c.Collect(ch)
+	}
+}

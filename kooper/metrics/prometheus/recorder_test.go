@@ -1,0 +1,502 @@
+package prometheus_test
+
+import (
+	"errors"
+	"math"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+)
+
+// raceEnabled is set by race_test.go when the race detector is on.
+var raceEnabled bool
+
+// newRecorder returns a Recorder on a fresh registry.
+func newRecorder(t *testing.T, opts kooperprom.Options) (*kooperprom.Recorder, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	rec, err := kooperprom.New(reg, opts)
+	if err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	return rec, reg
+}
+
+// recordEverything calls every Recorder method at least once for "pods",
+// and SetLeader for a leading "pods" and a waiting "standby".
+func recordEverything(rec *kooperprom.Recorder) {
+	rec.IncQueuedEvent("pods", false)
+	rec.IncQueuedEvent("pods", true)
+	rec.IncQueuedEvent("pods", true)
+	rec.ObserveQueueWait("pods", 50*time.Millisecond)
+	rec.ObserveHandling("pods", true, 200*time.Millisecond)
+	rec.ObserveHandling("pods", false, 2*time.Second)
+	rec.IncRetry("pods")
+	rec.IncDropped("pods", controller.DropReasonMaxRetries)
+	rec.IncPanic("pods")
+	rec.AddQueueLength("pods", 3)
+	rec.AddQueueLength("pods", -1)
+	rec.SetLeader("pods", true)
+	rec.SetLeader("standby", false)
+}
+
+// value returns the value of the one series of family name whose labels
+// include want, or fails the test.
+func value(t *testing.T, g prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatalf("got gather error %v, want none", err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if !hasLabels(m, want) {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				return m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				return m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	t.Fatalf("got no series %s%v, want one", name, want)
+	return 0
+}
+
+func hasLabels(m *dto.Metric, want map[string]string) bool {
+	found := 0
+	for _, lp := range m.GetLabel() {
+		if v, ok := want[lp.GetName()]; ok {
+			if v != lp.GetValue() {
+				return false
+			}
+			found++
+		}
+	}
+	return found == len(want)
+}
+
+func TestGatherAndCompare(t *testing.T) {
+	rec, reg := newRecorder(t, kooperprom.Options{Buckets: []float64{0.1, 1}})
+	recordEverything(rec)
+
+	const want = `
+# HELP kooper_controller_dropped_total Failed object keys a controller gave up on, by reason: max_retries or terminal.
+# TYPE kooper_controller_dropped_total counter
+kooper_controller_dropped_total{controller="pods",reason="max_retries"} 1
+kooper_controller_dropped_total{controller="pods",reason="terminal"} 0
+# HELP kooper_controller_handle_duration_seconds Time a controller's handler took per call; success is true when it returned no error.
+# TYPE kooper_controller_handle_duration_seconds histogram
+kooper_controller_handle_duration_seconds_bucket{controller="pods",success="false",le="0.1"} 0
+kooper_controller_handle_duration_seconds_bucket{controller="pods",success="false",le="1"} 0
+kooper_controller_handle_duration_seconds_bucket{controller="pods",success="false",le="+Inf"} 1
+kooper_controller_handle_duration_seconds_sum{controller="pods",success="false"} 2
+kooper_controller_handle_duration_seconds_count{controller="pods",success="false"} 1
+kooper_controller_handle_duration_seconds_bucket{controller="pods",success="true",le="0.1"} 0
+kooper_controller_handle_duration_seconds_bucket{controller="pods",success="true",le="1"} 1
+kooper_controller_handle_duration_seconds_bucket{controller="pods",success="true",le="+Inf"} 1
+kooper_controller_handle_duration_seconds_sum{controller="pods",success="true"} 0.2
+kooper_controller_handle_duration_seconds_count{controller="pods",success="true"} 1
+# HELP kooper_controller_handler_panics_total Handler panics a controller recovered from.
+# TYPE kooper_controller_handler_panics_total counter
+kooper_controller_handler_panics_total{controller="pods"} 1
+# HELP kooper_controller_leader 1 while this process holds the controller's leader election lease, 0 otherwise.
+# TYPE kooper_controller_leader gauge
+kooper_controller_leader{controller="pods"} 1
+kooper_controller_leader{controller="standby"} 0
+# HELP kooper_controller_queue_length Object keys waiting in a controller's queue.
+# TYPE kooper_controller_queue_length gauge
+kooper_controller_queue_length{controller="pods"} 2
+# HELP kooper_controller_queue_wait_seconds Time an object key waited in a controller's queue before a worker took it.
+# TYPE kooper_controller_queue_wait_seconds histogram
+kooper_controller_queue_wait_seconds_bucket{controller="pods",le="0.1"} 1
+kooper_controller_queue_wait_seconds_bucket{controller="pods",le="1"} 1
+kooper_controller_queue_wait_seconds_bucket{controller="pods",le="+Inf"} 1
+kooper_controller_queue_wait_seconds_sum{controller="pods"} 0.05
+kooper_controller_queue_wait_seconds_count{controller="pods"} 1
+# HELP kooper_controller_queued_events_total Object keys added to a controller's queue; requeue is true for retries and RequeueAfter requests.
+# TYPE kooper_controller_queued_events_total counter
+kooper_controller_queued_events_total{controller="pods",requeue="false"} 1
+kooper_controller_queued_events_total{controller="pods",requeue="true"} 2
+# HELP kooper_controller_retries_total Failed handlings that a controller will retry.
+# TYPE kooper_controller_retries_total counter
+kooper_controller_retries_total{controller="pods"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestGatherAndLintFindsNoProblems(t *testing.T) {
+	rec, reg := newRecorder(t, kooperprom.Options{})
+	recordEverything(rec)
+
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatalf("got error %v, want none", err)
+	}
+	for _, p := range problems {
+		t.Errorf("got lint problem %s: %s, want none", p.Metric, p.Text)
+	}
+}
+
+func TestFirstUseCreatesSeriesAtZero(t *testing.T) {
+	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec.IncRetry("pods")
+
+	zero := []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "requeue": "false"}},
+		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "requeue": "true"}},
+		{"kooper_controller_queue_wait_seconds", map[string]string{"controller": "pods"}},
+		{"kooper_controller_handle_duration_seconds", map[string]string{"controller": "pods", "success": "true"}},
+		{"kooper_controller_handle_duration_seconds", map[string]string{"controller": "pods", "success": "false"}},
+		{"kooper_controller_dropped_total", map[string]string{"controller": "pods", "reason": "max_retries"}},
+		{"kooper_controller_dropped_total", map[string]string{"controller": "pods", "reason": "terminal"}},
+		{"kooper_controller_handler_panics_total", map[string]string{"controller": "pods"}},
+		{"kooper_controller_queue_length", map[string]string{"controller": "pods"}},
+	}
+	for _, z := range zero {
+		if got := value(t, reg, z.name, z.labels); got != 0 {
+			t.Errorf("got %s%v = %v, want 0", z.name, z.labels, got)
+		}
+	}
+	if got := value(t, reg, "kooper_controller_retries_total", map[string]string{"controller": "pods"}); got != 1 {
+		t.Errorf("got retries %v, want 1", got)
+	}
+	if n, err := testutil.GatherAndCount(reg, "kooper_controller_leader"); err != nil || n != 0 {
+		t.Errorf("got %d leader series (error %v), want 0 until SetLeader is called", n, err)
+	}
+}
+
+func TestSetLeader(t *testing.T) {
+	tests := []struct {
+		name  string
+		calls []bool
+		want  float64
+	}{
+		{name: "leading sets 1", calls: []bool{true}, want: 1},
+		{name: "waiting sets 0", calls: []bool{false}, want: 0},
+		{name: "losing the lease goes back to 0", calls: []bool{false, true, false}, want: 0},
+		{name: "the last call wins", calls: []bool{true, false, true}, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, reg := newRecorder(t, kooperprom.Options{})
+			for _, leading := range tt.calls {
+				rec.SetLeader("pods", leading)
+			}
+			if got := value(t, reg, "kooper_controller_leader", map[string]string{"controller": "pods"}); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestControllersShareOneRecorderByLabel(t *testing.T) {
+	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec.IncRetry("pods")
+	rec.IncRetry("pods")
+	rec.IncRetry("nodes")
+
+	for name, want := range map[string]float64{"pods": 2, "nodes": 1} {
+		if got := value(t, reg, "kooper_controller_retries_total", map[string]string{"controller": name}); got != want {
+			t.Errorf("got %v retries for %s, want %v", got, name, want)
+		}
+	}
+}
+
+func TestUnknownDropReasonIsRecordedAsGiven(t *testing.T) {
+	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec.IncDropped("pods", "other")
+
+	if got := value(t, reg, "kooper_controller_dropped_total", map[string]string{"controller": "pods", "reason": "other"}); got != 1 {
+		t.Errorf("got %v, want 1", got)
+	}
+}
+
+func TestNewTwiceOnOneRegistryFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	if _, err := kooperprom.New(reg, kooperprom.Options{}); err != nil {
+		t.Fatalf("got error %v from the first New, want none", err)
+	}
+
+	_, err := kooperprom.New(reg, kooperprom.Options{})
+	if err == nil {
+		t.Fatal("got no error from the second New, want one")
+	}
+	if !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		t.Errorf("got error %v, want it to wrap prometheus.AlreadyRegisteredError", err)
+	}
+	if !strings.Contains(err.Error(), "share one Recorder") {
+		t.Errorf("got error %q, want it to say to share one Recorder", err)
+	}
+}
+
+func TestNewOnWrappedRegistererTwiceFails(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"app": "shop"}, reg)
+	if _, err := kooperprom.New(wrapped, kooperprom.Options{}); err != nil {
+		t.Fatalf("got error %v from the first New, want none", err)
+	}
+	if _, err := kooperprom.New(wrapped, kooperprom.Options{}); !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		t.Errorf("got error %v, want it to wrap prometheus.AlreadyRegisteredError", err)
+	}
+}
+
+func TestNewRegistersAllOrNothing(t *testing.T) {
+	// Another collector already owns one of the names with other labels:
+	// New must fail and leave the registry as it was.
+	reg := prometheus.NewRegistry()
+	squatter := prometheus.NewCounter(prometheus.CounterOpts{Name: "kooper_controller_retries_total", Help: "Not ours."})
+	reg.MustRegister(squatter)
+
+	_, err := kooperprom.New(reg, kooperprom.Options{})
+	if err == nil {
+		t.Fatal("got no error, want one")
+	}
+	if errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+		t.Errorf("got AlreadyRegisteredError %v, want a conflict error", err)
+	}
+
+	// Every other name must still be free.
+	rec := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kooper_controller_leader", Help: "Free?"}, []string{"x"})
+	if err := reg.Register(rec); err != nil {
+		t.Errorf("got error %v registering a leftover name, want none: New registered part of its metrics", err)
+	}
+}
+
+func TestNewRejectsInvalidInput(t *testing.T) {
+	tests := []struct {
+		name string
+		reg  prometheus.Registerer
+		opts kooperprom.Options
+		want string
+	}{
+		{
+			name: "a nil registerer is refused",
+			opts: kooperprom.Options{},
+			want: "Registerer is required",
+		},
+		{
+			name: "decreasing buckets are refused",
+			reg:  prometheus.NewRegistry(),
+			opts: kooperprom.Options{Buckets: []float64{1, 0.5}},
+			want: "strictly increasing",
+		},
+		{
+			name: "repeated buckets are refused",
+			reg:  prometheus.NewRegistry(),
+			opts: kooperprom.Options{Buckets: []float64{0.1, 0.1}},
+			want: "strictly increasing",
+		},
+		{
+			name: "a NaN bucket is refused",
+			reg:  prometheus.NewRegistry(),
+			opts: kooperprom.Options{Buckets: []float64{0.1, math.NaN()}},
+			want: "strictly increasing",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, err := kooperprom.New(tt.reg, tt.opts)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got error %v, want one containing %q", err, tt.want)
+			}
+			if rec != nil {
+				t.Errorf("got a Recorder with the error, want nil")
+			}
+		})
+	}
+}
+
+func TestNewCopiesBuckets(t *testing.T) {
+	buckets := []float64{0.1, 1}
+	rec, reg := newRecorder(t, kooperprom.Options{Buckets: buckets})
+	buckets[0], buckets[1] = 5, 10 // the caller reuses its slice
+	rec.ObserveQueueWait("pods", 500*time.Millisecond)
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "kooper_controller_queue_wait_seconds" {
+			continue
+		}
+		var got []float64
+		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
+			got = append(got, b.GetUpperBound())
+		}
+		if want := []float64{0.1, 1}; !slices.Equal(got, want) {
+			t.Errorf("got buckets %v, want %v", got, want)
+		}
+		return
+	}
+	t.Fatal("got no queue wait histogram, want one")
+}
+
+func TestDefaultBuckets(t *testing.T) {
+	b := kooperprom.DefaultBuckets()
+	if len(b) != 16 || b[0] != 0.001 || b[len(b)-1] != 32.768 {
+		t.Errorf("got %v, want 16 buckets from 0.001 to 32.768", b)
+	}
+	b[0] = 42
+	if got := kooperprom.DefaultBuckets()[0]; got != 0.001 {
+		t.Errorf("got first bucket %v after changing a returned slice, want 0.001", got)
+	}
+}
+
+func TestNilRecorderRecordsNothing(t *testing.T) {
+	var rec *kooperprom.Recorder
+	var mr controller.MetricsRecorder = rec // as a Config would hold it
+	mr.IncQueuedEvent("pods", true)
+	mr.ObserveQueueWait("pods", time.Second)
+	mr.ObserveHandling("pods", true, time.Second)
+	mr.IncRetry("pods")
+	mr.IncDropped("pods", controller.DropReasonTerminal)
+	mr.IncPanic("pods")
+	mr.AddQueueLength("pods", 1)
+	rec.SetLeader("pods", true)
+}
+
+func TestConcurrentUse(t *testing.T) {
+	rec, reg := newRecorder(t, kooperprom.Options{})
+	controllers := []string{"pods", "nodes", "services"}
+	const goroutines, calls = 8, 200
+
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for i := range calls {
+				name := controllers[(g+i)%len(controllers)]
+				rec.IncQueuedEvent(name, i%2 == 0)
+				rec.AddQueueLength(name, 1)
+				rec.ObserveQueueWait(name, time.Millisecond)
+				rec.ObserveHandling(name, i%3 != 0, time.Millisecond)
+				rec.IncRetry(name)
+				rec.IncDropped(name, controller.DropReasonTerminal)
+				rec.IncPanic(name)
+				rec.AddQueueLength(name, -1)
+				rec.SetLeader(name, i%2 == 0)
+			}
+		})
+	}
+	// Scrape while recording, as Prometheus would.
+	wg.Go(func() {
+		for range 20 {
+			if _, err := reg.Gather(); err != nil {
+				t.Errorf("got gather error %v, want none", err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+
+	var retries, queued float64
+	for _, name := range controllers {
+		retries += value(t, reg, "kooper_controller_retries_total", map[string]string{"controller": name})
+		queued += value(t, reg, "kooper_controller_queued_events_total", map[string]string{"controller": name, "requeue": "true"})
+		queued += value(t, reg, "kooper_controller_queued_events_total", map[string]string{"controller": name, "requeue": "false"})
+		if got := value(t, reg, "kooper_controller_queue_length", map[string]string{"controller": name}); got != 0 {
+			t.Errorf("got queue length %v for %s, want 0", got, name)
+		}
+	}
+	if want := float64(goroutines * calls); retries != want || queued != want {
+		t.Errorf("got %v retries and %v queued events, want %v of each", retries, queued, want)
+	}
+}
+
+func TestRecordingDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector changes allocation counts")
+	}
+	rec, _ := newRecorder(t, kooperprom.Options{})
+	name := "pods"
+	rec.IncRetry(name) // the first call creates the series
+
+	got := testing.AllocsPerRun(100, func() {
+		rec.IncQueuedEvent(name, true)
+		rec.ObserveQueueWait(name, time.Millisecond)
+		rec.ObserveHandling(name, false, time.Millisecond)
+		rec.IncRetry(name)
+		rec.IncDropped(name, controller.DropReasonMaxRetries)
+		rec.IncPanic(name)
+		rec.AddQueueLength(name, 1)
+	})
+	if got != 0 {
+		t.Errorf("got %v allocations per run, want 0", got)
+	}
+}
+
+// docRow matches a row of the metric table in doc.go.
+var docRow = regexp.MustCompile(`^//\t\| (kooper_[a-z_]+) +\| ([a-z]+) +\| ([a-z, ]+?) +\|`)
+
+func TestDocTableListsEveryMetric(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]string{} // name to "type: labels"
+	for _, line := range strings.Split(string(src), "\n") {
+		m := docRow.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if _, dup := documented[m[1]]; dup {
+			t.Errorf("got %s twice in the doc table, want it once", m[1])
+		}
+		labels := strings.Split(m[3], ", ")
+		sort.Strings(labels)
+		documented[m[1]] = m[2] + ": " + strings.Join(labels, ", ")
+	}
+
+	rec, reg := newRecorder(t, kooperprom.Options{})
+	recordEverything(rec)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gathered := map[string]string{}
+	for _, mf := range mfs {
+		var labels []string
+		for _, lp := range mf.GetMetric()[0].GetLabel() {
+			labels = append(labels, lp.GetName())
+		}
+		sort.Strings(labels)
+		gathered[mf.GetName()] = strings.ToLower(mf.GetType().String()) + ": " + strings.Join(labels, ", ")
+	}
+
+	for name, want := range gathered {
+		if got, ok := documented[name]; !ok {
+			t.Errorf("got %s (%s) gathered but not in the doc table, want it documented", name, want)
+		} else if got != want {
+			t.Errorf("got %s documented as %q, want %q", name, got, want)
+		}
+	}
+	for name := range documented {
+		if _, ok := gathered[name]; !ok {
+			t.Errorf("got %s in the doc table but not gathered, want it removed", name)
+		}
+	}
+}
