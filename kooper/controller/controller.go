@@ -176,19 +176,22 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		obj = obj.DeepCopyObject()
 	}
 
-	hctx, cancel := context.WithTimeout(ctx, c.cfg.ProcessingTimeout)
+	hctx := newHandlingContext(ctx, c.cfg.ProcessingTimeout)
 	err = c.handler.Handle(hctx, obj)
-	cancel()
+	hctx.release()
 
-	attempt := queue.NumRequeues(key) + 1
-	delay, requeue := requeueAfter(err)
-	switch {
-	case err == nil || requeue:
+	if err == nil {
 		queue.Forget(key) // success resets the backoff
-		if requeue {
-			c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, true)
-			queue.AddAfter(key, delay)
-		}
+		return
+	}
+	if delay, requeue := requeueAfter(err); requeue {
+		queue.Forget(key) // a requested requeue is a success too
+		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, true)
+		queue.AddAfter(key, delay)
+		return
+	}
+	attempt := queue.NumRequeues(key) + 1
+	switch {
 	case ctx.Err() != nil:
 		// Stopping: the error is most likely the cancellation itself.
 		queue.Forget(key)
@@ -226,8 +229,11 @@ func measure(rec MetricsRecorder, name string) Middleware {
 		return HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 			start := time.Now()
 			err := next.Handle(ctx, obj)
-			_, requeue := requeueAfter(err)
-			rec.ObserveHandling(name, err == nil || requeue, time.Since(start))
+			success := err == nil
+			if !success {
+				_, success = requeueAfter(err)
+			}
+			rec.ObserveHandling(name, success, time.Since(start))
 			return err
 		})
 	}

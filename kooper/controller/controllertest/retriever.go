@@ -158,11 +158,9 @@ func (r *Retriever) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, Call{Verb: "watch", Options: opts})
-	w := newWatcher(ctx, sel, func(w *watcher) {
-		r.mu.Lock()
-		delete(r.watchers, w)
-		r.mu.Unlock()
-	})
+	// Work out what to send before starting the watcher, so a refused
+	// request leaves no goroutine behind.
+	var backlog []watch.Event
 	switch {
 	case opts.SendInitialEvents != nil && *opts.SendInitialEvents:
 		if r.opts.DisableWatchList {
@@ -170,14 +168,14 @@ func (r *Retriever) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 		}
 		for _, obj := range r.sortedLocked() {
 			if matches(sel, obj) {
-				w.send(watch.Event{Type: watch.Added, Object: obj})
+				backlog = append(backlog, watch.Event{Type: watch.Added, Object: obj})
 			}
 		}
 		bookmark := reflect.New(r.example).Interface().(runtime.Object)
 		m, _ := meta.Accessor(bookmark)
 		m.SetResourceVersion(strconv.FormatUint(r.rv, 10))
 		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
-		w.send(watch.Event{Type: watch.Bookmark, Object: bookmark})
+		backlog = append(backlog, watch.Event{Type: watch.Bookmark, Object: bookmark})
 	case opts.ResourceVersion != "" && opts.ResourceVersion != "0":
 		from, err := strconv.ParseUint(opts.ResourceVersion, 10, 64)
 		if err != nil {
@@ -194,9 +192,17 @@ func (r *Retriever) Watch(ctx context.Context, opts metav1.ListOptions) (watch.I
 		}
 		for _, e := range r.history[from:] {
 			k, _ := cache.MetaNamespaceKeyFunc(e.Object)
-			w.send(w.filter(prev[k], e))
+			backlog = append(backlog, filterFor(sel, prev[k], e))
 			prev[k] = e.Object
 		}
+	}
+	w := newWatcher(ctx, sel, func(w *watcher) {
+		r.mu.Lock()
+		delete(r.watchers, w)
+		r.mu.Unlock()
+	})
+	for _, e := range backlog {
+		w.send(e)
 	}
 	r.watchers[w] = struct{}{}
 	return w, nil

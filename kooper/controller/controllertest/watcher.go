@@ -42,7 +42,11 @@ func newWatcher(ctx context.Context, sel labels.Selector, onStop func(*watcher))
 // objects entering the selection are Added, leaving it Deleted, others
 // nothing (an empty event, which send drops).
 func (w *watcher) filter(old runtime.Object, e watch.Event) watch.Event {
-	was, is := matches(w.sel, old), matches(w.sel, e.Object)
+	return filterFor(w.sel, old, e)
+}
+
+func filterFor(sel labels.Selector, old runtime.Object, e watch.Event) watch.Event {
+	was, is := matches(sel, old), matches(sel, e.Object)
 	switch {
 	case e.Type == watch.Deleted && was:
 		return e

@@ -1,0 +1,57 @@
+package leaderelection_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
+)
+
+// Run a controller only while this replica holds the Lease ops/pod-logger.
+// With a real cluster, Client is clientset.CoordinationV1().
+func ExampleNew() {
+	pods := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	_, _ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctrl, err := controller.New(controller.Config{
+		Name:      "pod-logger",
+		Retriever: pods,
+		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+			fmt.Println("leader handles", obj.(*corev1.Pod).Name)
+			cancel() // stop after one object, for the example
+			return nil
+		}),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	runner, err := leaderelection.New(leaderelection.Config{
+		Name:      "pod-logger",
+		Namespace: "ops",
+		Client:    fake.NewClientset().CoordinationV1(),
+		Identity:  "replica-1",
+		// Defaults are 15s/10s/2s; a short retry gets the example going.
+		RetryPeriod: 100 * time.Millisecond,
+	}, ctrl)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := runner.Run(ctx); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// leader handles web-1
+}

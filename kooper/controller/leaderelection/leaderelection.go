@@ -1,0 +1,308 @@
+package leaderelection
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/kooperkit/kooper/kooper/log"
+)
+
+var (
+	// ErrInvalidConfig is wrapped by every error New returns for a bad Config.
+	ErrInvalidConfig = errors.New("invalid leader election config")
+	// ErrLeaseLost is returned by Run when this replica lost the Lease while
+	// leading. Its controllers were stopped.
+	ErrLeaseLost = errors.New("leader election lease lost")
+)
+
+// Runnable is what a Runner runs while leading: a *controller.Controller or
+// anything else that works until its context is done. If it has a
+// ShutdownTimeout() time.Duration method, New checks it against the Lease
+// timings.
+type Runnable interface {
+	Run(ctx context.Context) error
+}
+
+// Recorder receives the leader status; kooper/metrics/prometheus implements it.
+type Recorder interface {
+	SetLeader(name string, leading bool)
+}
+
+// Config configures a Runner.
+type Config struct {
+	// Name is the Lease's name, also used in logs and metrics. Required.
+	Name string
+	// Namespace is the Lease's namespace, usually the operator's. Required.
+	Namespace string
+	// Client reads and writes the Lease, e.g. clientset.CoordinationV1().
+	// Required.
+	Client coordinationv1client.LeasesGetter
+	// Identity names this replica in the Lease. Default: the host name plus
+	// a random suffix, unique per process.
+	Identity string
+
+	// LeaseDuration is how long a standby waits after the holder's last
+	// renewal before taking the Lease over. Default 15s.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long the leader keeps retrying a renewal before
+	// it gives up leading. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is the wait between acquisition or renewal attempts.
+	// Default 2s.
+	RetryPeriod time.Duration
+	// DisableReleaseOnCancel keeps the Lease held after a clean shutdown, so
+	// a standby waits LeaseDuration before taking over.
+	DisableReleaseOnCancel bool
+
+	// Logger receives the runner's logs. Default log.Noop.
+	Logger log.Logger
+	// Recorder receives the leader status. Default: none.
+	Recorder Recorder
+}
+
+// Defaults of Config's timings.
+const (
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+func (c *Config) defaults() {
+	if c.LeaseDuration <= 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline <= 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod <= 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if c.Identity == "" {
+		host, _ := os.Hostname()
+		c.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	if c.Logger == nil {
+		c.Logger = log.Noop
+	}
+	if c.Recorder == nil {
+		c.Recorder = noopRecorder{}
+	}
+}
+
+func (c Config) validate(runnables []Runnable) error {
+	switch {
+	case c.Name == "":
+		return fmt.Errorf("%w: name is required", ErrInvalidConfig)
+	case c.Namespace == "":
+		return fmt.Errorf("%w: namespace is required", ErrInvalidConfig)
+	case c.Client == nil:
+		return fmt.Errorf("%w: client is required", ErrInvalidConfig)
+	case len(runnables) == 0:
+		return fmt.Errorf("%w: nothing to run", ErrInvalidConfig)
+	case c.RenewDeadline >= c.LeaseDuration:
+		return fmt.Errorf("%w: renew deadline %s must be below lease duration %s", ErrInvalidConfig, c.RenewDeadline, c.LeaseDuration)
+	case c.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(c.RetryPeriod)):
+		return fmt.Errorf("%w: renew deadline %s must be above %.1f x retry period %s", ErrInvalidConfig, c.RenewDeadline, leaderelection.JitterFactor, c.RetryPeriod)
+	}
+	budget := c.LeaseDuration - c.RenewDeadline - c.RetryPeriod
+	for _, r := range runnables {
+		st, ok := r.(interface{ ShutdownTimeout() time.Duration })
+		if ok && st.ShutdownTimeout() >= budget {
+			return fmt.Errorf("%w: shutdown timeout %s must be below lease duration - renew deadline - retry period = %s, or a new leader could start while this one still handles",
+				ErrInvalidConfig, st.ShutdownTimeout(), budget)
+		}
+	}
+	return nil
+}
+
+// Runner runs Runnables while holding a Lease. Build one with New.
+type Runner struct {
+	cfg       Config
+	runnables []Runnable
+	log       log.Logger
+}
+
+// New returns a Runner that runs every one of runnables (for example the
+// controllers of one operator) while it holds the Lease. Errors wrap
+// ErrInvalidConfig.
+func New(cfg Config, runnables ...Runnable) (*Runner, error) {
+	cfg.defaults()
+	if err := cfg.validate(runnables); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger.With(log.KeyLease, cfg.Namespace+"/"+cfg.Name, log.KeyIdentity, cfg.Identity)
+	return &Runner{cfg: cfg, runnables: runnables, log: logger}, nil
+}
+
+// Run competes for the Lease until ctx is done. While leading it runs the
+// runnables; if one returns, the others are stopped too. It returns nil
+// after a clean shutdown (whether it led or stood by), ErrLeaseLost when the
+// Lease was lost while leading, or the runnables' error.
+func (r *Runner) Run(ctx context.Context) error {
+	lock := &observedLock{Interface: &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: r.cfg.Namespace, Name: r.cfg.Name},
+		Client:     r.cfg.Client,
+		LockConfig: resourcelock.ResourceLockConfig{Identity: r.cfg.Identity},
+	}}
+	// The elector gets its own context, cancelled only after the runnables
+	// returned: it keeps renewing the Lease while they drain, then releases
+	// it (ReleaseOnCancel), so a standby never overlaps with this leader.
+	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
+
+	result := make(chan outcome, 1)
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            r.cfg.Name,
+		LeaseDuration:   r.cfg.LeaseDuration,
+		RenewDeadline:   r.cfg.RenewDeadline,
+		RetryPeriod:     r.cfg.RetryPeriod,
+		ReleaseOnCancel: !r.cfg.DisableReleaseOnCancel,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(leading context.Context) {
+				// Stop when the Lease is lost (leading is cancelled) or
+				// when Run's caller stops us.
+				runCtx, cancel := context.WithCancel(leading)
+				stop := context.AfterFunc(ctx, cancel)
+				defer stop()
+				defer cancel()
+				r.log.Info("leading")
+				r.cfg.Recorder.SetLeader(r.cfg.Name, true)
+				err := r.runAll(runCtx)
+				result <- outcome{err: err, lost: leading.Err() != nil && ctx.Err() == nil}
+			},
+			OnStoppedLeading: func() { r.cfg.Recorder.SetLeader(r.cfg.Name, false) },
+			OnNewLeader: func(identity string) {
+				if identity != r.cfg.Identity {
+					r.log.Info("standing by", "leader", identity)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("could not create the leader elector: %w", err)
+	}
+	r.cfg.Recorder.SetLeader(r.cfg.Name, false)
+	electorDone := make(chan struct{})
+	go func() {
+		defer close(electorDone)
+		elector.Run(electorCtx)
+	}()
+
+	select {
+	case <-ctx.Done():
+		// Clean shutdown. If we lead (lock.acquired is set before the
+		// elector starts OnStartedLeading, so it is never missed), wait for
+		// the runnables, which see ctx, before letting the elector release.
+		leading := lock.acquired.Load()
+		var res outcome
+		if leading {
+			res = <-result
+		}
+		stopElector()
+		<-electorDone
+		if !leading && lock.acquired.Load() {
+			// Acquired between the check and the stop: the runnables
+			// started with ctx already done and return at once.
+			res = <-result
+		}
+		return r.finish(res)
+	case res := <-result:
+		// The runnables returned while leading: an error, or the Lease was
+		// lost. Release the Lease (if still held) before returning.
+		stopElector()
+		<-electorDone
+		return r.finish(res)
+	case <-electorDone:
+		// The elector only returns by itself after failing to renew; the
+		// runnables are stopping.
+		return r.finish(<-result)
+	}
+}
+
+// outcome is how the runnables ended: their error, and whether it was
+// because the Lease was lost.
+type outcome struct {
+	err  error
+	lost bool
+}
+
+func (r *Runner) finish(res outcome) error {
+	switch {
+	case res.lost:
+		r.log.Error("lost the lease, stopped handling", log.KeyErr, res.err)
+		if res.err != nil {
+			return fmt.Errorf("%w: %w", ErrLeaseLost, res.err)
+		}
+		return ErrLeaseLost
+	case res.err != nil:
+		r.log.Error("stopped leading", log.KeyErr, res.err)
+		return res.err
+	}
+	r.log.Info("stopped")
+	return nil
+}
+
+// runAll runs every runnable; the first to return stops the others.
+func (r *Runner) runAll(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for _, run := range r.runnables {
+		wg.Go(func() {
+			err := run.Run(ctx)
+			mu.Lock()
+			if firstErr == nil && err != nil {
+				firstErr = err
+			}
+			mu.Unlock()
+			cancel()
+		})
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// observedLock records whether this replica ever wrote itself into the
+// Lease, which the elector does right before it starts OnStartedLeading.
+type observedLock struct {
+	resourcelock.Interface
+	acquired atomic.Bool
+}
+
+func (l *observedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Create(ctx, rec)
+	l.observe(rec, err)
+	return err
+}
+
+func (l *observedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	err := l.Interface.Update(ctx, rec)
+	l.observe(rec, err)
+	return err
+}
+
+func (l *observedLock) observe(rec resourcelock.LeaderElectionRecord, err error) {
+	if err == nil && rec.HolderIdentity == l.Identity() {
+		l.acquired.Store(true)
+	}
+}
+
+type noopRecorder struct{}
+
+func (noopRecorder) SetLeader(string, bool) {}
