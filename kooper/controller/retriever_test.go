@@ -87,7 +87,9 @@ func TestTheControllersContextAndWatchListOptionsReachTheRetriever(t *testing.T)
 	go func() { done <- c.Run(ctx) }()
 	<-handled
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Errorf("got Run error %v, want nil", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	// One streamed watch and no LIST: client-go 0.36's watch-list.

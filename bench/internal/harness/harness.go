@@ -141,7 +141,7 @@ func Run(ctx context.Context, impl impls.Impl, cfg Config) (Result, error) {
 			}
 		case err := <-runCh:
 			runCh = nil
-			errs = append(errs, fmt.Errorf("%s: run returned before every final version was handled: %v", res.Impl, err))
+			errs = append(errs, fmt.Errorf("%s: run returned before every final version was handled: %w", res.Impl, err))
 			waiting = false
 		case <-timeout.C:
 			errs = append(errs, fmt.Errorf("%s: %d of %d objects not handled at their final version after %s (hang?)",

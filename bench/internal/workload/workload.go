@@ -28,7 +28,7 @@ const namePrefix = "cm-"
 
 // fieldsV1 is the managedFields entry a client-side apply of the object
 // below leaves: real objects read from an API server carry one or more.
-var fieldsV1 = []byte(`{"f:data":{".":{},"f:config.yaml":{},"f:generation":{},"f:log-level":{},"f:replicas":{}},` +
+var fieldsV1 = (`{"f:data":{".":{},"f:config.yaml":{},"f:generation":{},"f:log-level":{},"f:replicas":{}},` +
 	`"f:metadata":{"f:annotations":{".":{},"f:bench.kooperkit.io/owner":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}},` +
 	`"f:labels":{".":{},"f:app.kubernetes.io/instance":{},"f:app.kubernetes.io/managed-by":{},"f:app.kubernetes.io/name":{},"f:app.kubernetes.io/part-of":{}}}}`)
 
@@ -63,7 +63,7 @@ func Object(i int) *corev1.ConfigMap {
 				APIVersion: "v1",
 				Time:       &created,
 				FieldsType: "FieldsV1",
-				FieldsV1:   &metav1.FieldsV1{Raw: fieldsV1},
+				FieldsV1:   metav1.NewFieldsV1(fieldsV1),
 			}},
 		},
 		Data: map[string]string{

@@ -3,9 +3,10 @@ package logrus_test
 import (
 	"os"
 
+	"github.com/sirupsen/logrus"
+
 	"github.com/kooperkit/kooper/kooper/log"
 	kooperlogrus "github.com/kooperkit/kooper/kooper/log/logrus"
-	"github.com/sirupsen/logrus"
 )
 
 // A logrus logger, configured as usual, handed to Kooper. The logrus level

@@ -3,8 +3,9 @@ package logrus
 import (
 	"fmt"
 
-	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/sirupsen/logrus"
+
+	"github.com/kooperkit/kooper/kooper/log"
 )
 
 // missingValue is the value given to a trailing key that has none.

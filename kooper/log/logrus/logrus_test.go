@@ -7,10 +7,11 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kooperkit/kooper/kooper/log"
-	kooperlogrus "github.com/kooperkit/kooper/kooper/log/logrus"
 	"github.com/sirupsen/logrus"
 	logrustest "github.com/sirupsen/logrus/hooks/test"
+
+	"github.com/kooperkit/kooper/kooper/log"
+	kooperlogrus "github.com/kooperkit/kooper/kooper/log/logrus"
 )
 
 func TestLevels(t *testing.T) {

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kooperkit/kooper/kooper/controller"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // New registers every controller metric on the registry it is given. The

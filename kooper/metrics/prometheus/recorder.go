@@ -8,8 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kooperkit/kooper/kooper/controller"
 	prom "github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kooperkit/kooper/kooper/controller"
 )
 
 // Label names. Their values are bounded: see the package documentation.

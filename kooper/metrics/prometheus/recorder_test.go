@@ -12,11 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kooperkit/kooper/kooper/controller"
-	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
 // raceEnabled is set by race_test.go when the race detector is on.
