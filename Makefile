@@ -19,15 +19,24 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: ## Run the example pod-logger controller (an in-memory demo until the local control plane lands).
-	$(GO) run ./examples/pod-logger
+run: build ## Start a local control plane with the sample programs at work; Ctrl-C stops it (RUN_ARGS='-kubeconfig PATH' targets an existing cluster).
+	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
+	$(GO) run ./hack/run $(RUN_ARGS)
 
 .PHONY: test
-test: lint test-unit test-bench ## Everything CI runs: lint, unit tests with -race, the benchmark module's tests.
+test: lint test-unit test-integration test-bench ## Everything CI runs: lint, unit tests, integration tests on a local control plane, benchmark smoke tests.
+
+# Integration packages start real control-plane processes; everything else is a unit test.
+INTEGRATION_PKGS := ./kooper/devcluster/... ./kooper/controller/integration/... ./hack/run/...
 
 .PHONY: test-unit
 test-unit: ## Unit tests and examples with the race detector (fast, no cluster).
-	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -e /kooper/devcluster -e /kooper/controller/integration -e /hack/run)
+
+.PHONY: test-integration
+test-integration: build ## Integration tests against a local control plane (built first if missing).
+	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(INTEGRATION_PKGS)
 
 .PHONY: test-bench
 test-bench: ## Every benchmarked implementation on a tiny workload, in both cache-fill modes.
@@ -54,6 +63,10 @@ bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare
 .PHONY: build
 build: ## Build static binaries into bin/.
 	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o bin/ $(COMMANDS)
+
+.PHONY: controlplane
+controlplane: ## Build the local control plane into the user cache, linked from bin/ (WITH_KWOK=1 adds kwok; first time 9+ min).
+	GO="$(GO)" WITH_KWOK="$(WITH_KWOK)" hack/controlplane/build.sh
 
 .PHONY: clean
 clean: ## Remove bin/ (the per-user tool cache stays).

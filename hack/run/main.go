@@ -1,0 +1,207 @@
+// Command run is `make run`: it starts a local control plane (or uses the
+// cluster of an explicit -kubeconfig), installs the CRDs and RBAC from
+// manifests/, starts the sample programs against it, creates example
+// resources and streams what the programs do, until Ctrl-C.
+//
+// It never picks up an exported KUBECONFIG: the demo deletes pods, so
+// pointing it at a real cluster takes the -kubeconfig flag.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+// programs are the sample programs `make run` starts, built into bin/ by
+// `make build`. Each gets -kubeconfig; its output is prefixed with its name.
+var programs = []program{
+	{name: "pod-logger", args: []string{"-metrics-addr", "127.0.0.1:8080"}},
+}
+
+type program struct {
+	name string
+	args []string
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "make run:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "use this existing cluster instead of starting a local one (the demo deletes pods there)")
+	nodes := fs.Int("nodes", 3, "kwok-simulated nodes of the local cluster")
+	root := fs.String("root", ".", "the repository: manifests/ and bin/ are found here")
+	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	binDir := filepath.Join(*root, "bin")
+	if *duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, *duration)
+		defer cancel()
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(out, "==> "+format+"\n", a...) }
+
+	path := *kubeconfig
+	if path == "" {
+		say("starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes", *nodes)
+		began := time.Now()
+		cluster, err := devcluster.Start(ctx, devcluster.Options{BinDir: binDir, Nodes: *nodes, Progress: prefixed(out, "devcluster")})
+		if err != nil {
+			return err
+		}
+		defer func() {
+			say("stopping the local control plane")
+			_ = cluster.Stop()
+		}()
+		path = cluster.KubeconfigPath()
+		say("control plane ready in %.1fs; logs and certificates in %s", time.Since(began).Seconds(), cluster.Dir())
+	} else {
+		say("using the existing cluster of %s", path)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", path)
+	if err != nil {
+		return fmt.Errorf("could not load %s: %w", path, err)
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("could not create a client: %w", err)
+	}
+	kubectl := filepath.Join(binDir, devcluster.BinKubectl)
+
+	for _, dir := range []string{filepath.Join(*root, "manifests/crds"), filepath.Join(*root, "manifests/rbac")} {
+		if hasYAML(dir) {
+			say("kubectl apply -R -f %s", dir)
+			cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", path, "apply", "-R", "-f", dir)
+			cmd.Stdout, cmd.Stderr = prefixed(out, "kubectl"), prefixed(out, "kubectl")
+			if err := cmd.Run(); err != nil {
+				return fmt.Errorf("could not apply %s: %w", dir, err)
+			}
+		}
+	}
+
+	// Stop the programs (SIGTERM, then wait) before the cluster goes.
+	var (
+		wg      sync.WaitGroup
+		started []*exec.Cmd
+	)
+	defer func() {
+		for _, cmd := range started {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
+		wg.Wait()
+	}()
+	for _, p := range programs {
+		cmd := exec.Command(filepath.Join(binDir, p.name), append([]string{"-kubeconfig", path}, p.args...)...)
+		cmd.Stdout, cmd.Stderr = prefixed(out, p.name), prefixed(out, p.name)
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("could not start %s (run make build): %w", p.name, err)
+		}
+		say("started %s (pid %d)", p.name, cmd.Process.Pid)
+		started = append(started, cmd)
+		wg.Go(func() { _ = cmd.Wait() })
+	}
+
+	if err := demo(ctx, client, say); err != nil && ctx.Err() == nil {
+		return err
+	}
+	say("try: KUBECONFIG=%s %s get pods -A", path, kubectl)
+	say("Ctrl-C stops everything")
+	<-ctx.Done()
+	return nil
+}
+
+// demo creates a Deployment of pods that the sample programs act on, and
+// scales it up after a while so there is something to see.
+func demo(ctx context.Context, client kubernetes.Interface, say func(string, ...any)) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kooper-demo"}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("could not create the demo namespace: %w", err)
+	}
+	labels := map[string]string{"app": "victim"}
+	deploy := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns.Name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](3),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}
+	if _, err := client.AppsV1().Deployments(ns.Name).Create(ctx, deploy, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("could not create the demo Deployment: %w", err)
+	}
+	say("created Deployment kooper-demo/victim with 3 replicas (kwok runs its pods)")
+	select {
+	case <-ctx.Done():
+		return nil
+	case <-time.After(5 * time.Second):
+	}
+	scale, err := client.AppsV1().Deployments(ns.Name).GetScale(ctx, "victim", metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("could not read the demo scale: %w", err)
+	}
+	scale.Spec.Replicas = 5
+	if _, err := client.AppsV1().Deployments(ns.Name).UpdateScale(ctx, "victim", scale, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("could not scale the demo Deployment: %w", err)
+	}
+	say("scaled kooper-demo/victim to 5 replicas")
+	return nil
+}
+
+func hasYAML(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && (strings.HasSuffix(path, ".yaml") || strings.HasSuffix(path, ".yml")) {
+			found = true
+		}
+		return nil
+	})
+	return found
+}
+
+// prefixed returns a writer that writes each line to out as "[name] line".
+func prefixed(out io.Writer, name string) io.Writer {
+	r, w := io.Pipe()
+	go func() {
+		s := bufio.NewScanner(r)
+		s.Buffer(make([]byte, 64*1024), 1024*1024)
+		for s.Scan() {
+			fmt.Fprintf(out, "[%s] %s\n", name, s.Text())
+		}
+		_ = r.CloseWithError(errors.Join(s.Err(), io.EOF))
+	}()
+	return w
+}

@@ -1,0 +1,113 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+var cluster *devcluster.Cluster
+
+func TestMain(m *testing.M) {
+	c, err := devcluster.ForTests(context.Background(), devcluster.Options{Progress: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cluster = c
+	code := m.Run()
+	if c != nil {
+		_ = c.Stop()
+	}
+	os.Exit(code)
+}
+
+// setup returns a client and a fresh namespace, or skips without a cluster.
+func setup(t *testing.T) (kubernetes.Interface, string) {
+	t.Helper()
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	client := kubernetes.NewForConfigOrDie(cluster.Config())
+	ns, err := client.CoreV1().Namespaces().Create(context.Background(),
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "it-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client, ns.Name
+}
+
+// configMaps retrieves the ConfigMaps of one namespace.
+func configMaps(client kubernetes.Interface, ns string) controller.Retriever {
+	return controller.RetrieverFromListerWatcher(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().ConfigMaps(ns).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().ConfigMaps(ns).Watch(ctx, o)
+		},
+	}, client))
+}
+
+// services retrieves the Services of one namespace.
+func services(client kubernetes.Interface, ns string) controller.Retriever {
+	return controller.RetrieverFromListerWatcher(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return client.CoreV1().Services(ns).List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return client.CoreV1().Services(ns).Watch(ctx, o)
+		},
+	}, client))
+}
+
+// runInBackground runs r until the returned stop is called; stop returns
+// Run's error. done is closed when Run returns by itself.
+func runInBackground(t *testing.T, run func(context.Context) error) (stop func() error, done <-chan struct{}) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan struct{})
+	var err error
+	go func() {
+		err = run(ctx)
+		close(ch)
+	}()
+	var once sync.Once
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-ch:
+			case <-time.After(30 * time.Second):
+				t.Error("Run did not return within 30s of its context being cancelled")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { _ = stop() })
+	return stop, ch
+}
+
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

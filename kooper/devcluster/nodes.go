@@ -1,0 +1,99 @@
+package devcluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// KwokNodeAnnotation marks the nodes kwok simulates.
+const KwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// startNodes starts kube-scheduler and kwok, registers Options.Nodes fake
+// nodes and waits until they are Ready.
+func (c *Cluster) startNodes(ctx context.Context, schedPort int, began time.Time) error {
+	sched, err := c.component("system:kube-scheduler", nil)
+	if err != nil {
+		return err
+	}
+	p := c.process(BinScheduler,
+		"--kubeconfig="+sched, "--authentication-kubeconfig="+sched, "--authorization-kubeconfig="+sched,
+		"--bind-address=127.0.0.1", "--secure-port="+itoa(schedPort),
+		"--cert-dir="+filepath.Join(c.dir, "kube-scheduler"), "--leader-elect=false")
+	if err := c.run(ctx, p, "https://127.0.0.1:"+itoa(schedPort)+"/healthz", insecure()); err != nil {
+		return err
+	}
+	c.progress("kube-scheduler ready", began)
+
+	ports, err := freePorts(1)
+	if err != nil {
+		return err
+	}
+	kwok := c.process(BinKwok,
+		"--kubeconfig="+c.KubeconfigPath(),
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
+		"--server-address=127.0.0.1:"+itoa(ports[0]),
+		"--cidr=10.244.0.0/16", "--node-ip=127.0.0.1")
+	if err := c.run(ctx, kwok, "http://127.0.0.1:"+itoa(ports[0])+"/healthz", nil); err != nil {
+		return err
+	}
+
+	client, err := kubernetes.NewForConfig(c.restCfg)
+	if err != nil {
+		return fmt.Errorf("could not create a client: %w", err)
+	}
+	for i := range c.opts.Nodes {
+		if _, err := client.CoreV1().Nodes().Create(ctx, fakeNode(fmt.Sprintf("kwok-node-%d", i)), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("could not create a fake node: %w", err)
+		}
+	}
+	for {
+		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err == nil && countReady(nodes.Items) >= c.opts.Nodes {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return kwok.failure(fmt.Sprintf("did not make %d nodes Ready in time", c.opts.Nodes))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	c.progress(fmt.Sprintf("%d kwok nodes ready", c.opts.Nodes), began)
+	return nil
+}
+
+func fakeNode(name string) *corev1.Node {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{KwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels:      map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "type": "kwok"},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+}
+
+func countReady(nodes []corev1.Node) int {
+	n := 0
+	for _, node := range nodes {
+		for _, c := range node.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				n++
+			}
+		}
+	}
+	return n
+}
