@@ -28,10 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kooperkit/kooper/kooper/controller"
@@ -130,14 +127,8 @@ func clusterPods(kubeconfig string) (controller.Retriever, error) {
 	if err != nil {
 		return nil, fmt.Errorf("could not create a client: %w", err)
 	}
-	return controller.RetrieverFromListerWatcher(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().Pods("").List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Pods("").Watch(ctx, o)
-		},
-	}, client)), nil
+	pods := client.CoreV1().Pods("")
+	return controller.NewRetriever(client, pods.List, pods.Watch), nil
 }
 
 // simulate plays a small cluster's pod churn on the demo retriever: pods

@@ -9,9 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kooperkit/kooper/kooper/controller"
@@ -34,14 +32,8 @@ func Example_podLogger() {
 	client := kubernetes.NewForConfigOrDie(cfg)
 
 	// Retriever: list and watch pods in every namespace.
-	pods := controller.RetrieverFromListerWatcher(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().Pods("").List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Pods("").Watch(ctx, o)
-		},
-	}, client))
+	pods := client.CoreV1().Pods("")
+	retriever := controller.NewRetriever(client, pods.List, pods.Watch)
 
 	// Handler: called with the latest state of each pod.
 	logPod := controller.TypedHandlerFunc[*corev1.Pod](func(ctx context.Context, pod *corev1.Pod) error {
@@ -52,7 +44,7 @@ func Example_podLogger() {
 	ctrl, err := controller.New(controller.Config{
 		Name:      "pod-logger",
 		Handler:   controller.NewTypedHandler(logPod),
-		Retriever: pods,
+		Retriever: retriever,
 		Logger:    log.NewStd(os.Stderr, log.StdOptions{}),
 	})
 	if err != nil {

@@ -30,8 +30,42 @@ type Retriever interface {
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// RetrieverFromListerWatcher adapts a client-go ListerWatcher, such as the
-// one a typed clientset builds:
+// NewRetriever returns a Retriever over a typed client's List and Watch
+// methods, the usual way to retrieve a built-in or generated type:
+//
+//	pods := client.CoreV1().Pods("") // "" is every namespace
+//	r := controller.NewRetriever(client, pods.List, pods.Watch)
+//
+// client is the clientset list and watch come from: a fake clientset's
+// watch-list marker is read from it (see [Retriever]).
+func NewRetriever[L runtime.Object](
+	client any,
+	list func(context.Context, metav1.ListOptions) (L, error),
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error),
+) Retriever {
+	return &funcRetriever[L]{client: client, list: list, watch: watch}
+}
+
+type funcRetriever[L runtime.Object] struct {
+	client any
+	list   func(context.Context, metav1.ListOptions) (L, error)
+	watch  func(context.Context, metav1.ListOptions) (watch.Interface, error)
+}
+
+func (r *funcRetriever[L]) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	return r.list(ctx, opts)
+}
+
+func (r *funcRetriever[L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	return r.watch(ctx, opts)
+}
+
+func (r *funcRetriever[L]) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(r.client)
+}
+
+// RetrieverFromListerWatcher adapts a client-go ListerWatcher, such as one
+// built by hand for a type without a typed client:
 //
 //	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 //		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

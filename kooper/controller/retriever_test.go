@@ -125,3 +125,20 @@ func TestAControllerOverAFakeClientsetSyncs(t *testing.T) {
 	})
 	_ = stop()
 }
+
+func TestNewRetrieverOverAFakeClientsetSyncs(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1"}})
+	pods := client.CoreV1().Pods("")
+	r := controller.NewRetriever(client, pods.List, pods.Watch)
+	if !watchlist.DoesClientNotSupportWatchListSemantics(r) {
+		t.Fatal("got a Retriever hiding the fake clientset's watch-list marker, want it forwarded")
+	}
+	h := &recorder{}
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: r, DisableResync: true})
+	eventually(t, "the pod is handled", func() bool { return h.countOf("p1") == 1 })
+	if _, err := pods.List(context.Background(), metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_ = stop()
+}

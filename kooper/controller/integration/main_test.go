@@ -10,10 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/devcluster"
@@ -52,26 +49,14 @@ func setup(t *testing.T) (kubernetes.Interface, string) {
 
 // configMaps retrieves the ConfigMaps of one namespace.
 func configMaps(client kubernetes.Interface, ns string) controller.Retriever {
-	return controller.RetrieverFromListerWatcher(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().ConfigMaps(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().ConfigMaps(ns).Watch(ctx, o)
-		},
-	}, client))
+	cms := client.CoreV1().ConfigMaps(ns)
+	return controller.NewRetriever(client, cms.List, cms.Watch)
 }
 
 // services retrieves the Services of one namespace.
 func services(client kubernetes.Interface, ns string) controller.Retriever {
-	return controller.RetrieverFromListerWatcher(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().Services(ns).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Services(ns).Watch(ctx, o)
-		},
-	}, client))
+	svcs := client.CoreV1().Services(ns)
+	return controller.NewRetriever(client, svcs.List, svcs.Watch)
 }
 
 // runInBackground runs r until the returned stop is called; stop returns
