@@ -57,8 +57,8 @@ $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: bench
-bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare informer (about a minute).
-	cd bench && $(GO) run ./cmd/compare -rounds 5
+bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare informer (about 1.5 minutes).
+	cd bench && $(GO) run ./cmd/compare -rounds 9
 
 .PHONY: build
 build: ## Build static binaries into bin/.
