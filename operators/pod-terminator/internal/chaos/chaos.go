@@ -1,0 +1,150 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Pod is a pod as the domain sees it.
+type Pod struct {
+	Namespace, Name string
+	// Deleting is true once the pod has a deletion timestamp.
+	Deleting bool
+	// Finished is true for pods in phase Succeeded or Failed.
+	Finished bool
+}
+
+// Live reports whether the pod counts as one of the running instances.
+func (p Pod) Live() bool { return !p.Deleting && !p.Finished }
+
+// String returns "namespace/name".
+func (p Pod) String() string { return p.Namespace + "/" + p.Name }
+
+// Target says which pods a PodTerminator acts on; Selector is opaque here
+// and interpreted by the PodLister.
+type Target struct {
+	Selector   any
+	Namespaces []string // empty: every namespace
+}
+
+// PodLister lists the pods of a target.
+type PodLister interface {
+	ListPods(ctx context.Context, target Target) ([]Pod, error)
+}
+
+// PodDeleter deletes one pod. Deleting a pod that is already gone is not an
+// error: it returns ErrPodGone.
+type PodDeleter interface {
+	DeletePod(ctx context.Context, pod Pod) error
+}
+
+// ErrPodGone is returned by a PodDeleter for a pod that no longer exists.
+var ErrPodGone = errors.New("pod already gone")
+
+// Policy is how many pods one period terminates.
+type Policy struct {
+	Percent int  // TerminationPercent, 1-100
+	Minimum int  // MinimumInstances, >= 0
+	DryRun  bool // choose, but delete nothing
+}
+
+// Validate reports a policy that the CRD schema should have refused.
+func (p Policy) Validate() error {
+	switch {
+	case p.Percent < 1 || p.Percent > 100:
+		return fmt.Errorf("terminationPercent must be between 1 and 100, got %d", p.Percent)
+	case p.Minimum < 0:
+		return fmt.Errorf("minimumInstances must be 0 or more, got %d", p.Minimum)
+	}
+	return nil
+}
+
+// Count returns how many of live matching pods one period terminates (the
+// package's rounding rule).
+func Count(live int, p Policy) int {
+	n := p.Percent * live / 100
+	return max(0, min(n, live-p.Minimum))
+}
+
+// Result is what one period did.
+type Result struct {
+	Live       int   // live matching pods before terminating
+	Terminated []Pod // deleted, or chosen in a dry run
+	DryRun     bool
+}
+
+// Terminator runs periods against a cluster.
+type Terminator struct {
+	Pods    PodLister
+	Deleter PodDeleter
+	// Rand chooses the victims. Default: a random source.
+	Rand *rand.Rand
+}
+
+// Terminate lists the target's pods and terminates Count of the live ones,
+// chosen at random (none in a dry run). A pod that vanished meanwhile is
+// skipped; other delete errors are returned, joined, after trying the rest.
+func (t *Terminator) Terminate(ctx context.Context, target Target, p Policy) (Result, error) {
+	if err := p.Validate(); err != nil {
+		return Result{}, err
+	}
+	pods, err := t.Pods.ListPods(ctx, target)
+	if err != nil {
+		return Result{}, fmt.Errorf("could not list pods: %w", err)
+	}
+	live := make([]Pod, 0, len(pods))
+	for _, pod := range pods {
+		if pod.Live() {
+			live = append(live, pod)
+		}
+	}
+	res := Result{Live: len(live), DryRun: p.DryRun}
+	victims := t.choose(live, Count(len(live), p))
+	if p.DryRun {
+		res.Terminated = victims
+		return res, nil
+	}
+	var errs []error
+	for _, pod := range victims {
+		switch err := t.Deleter.DeletePod(ctx, pod); {
+		case err == nil:
+			res.Terminated = append(res.Terminated, pod)
+		case errors.Is(err, ErrPodGone):
+		default:
+			errs = append(errs, fmt.Errorf("could not delete pod %s: %w", pod, err))
+		}
+	}
+	return res, errors.Join(errs...)
+}
+
+// choose returns n of pods, uniformly at random, without changing pods.
+func (t *Terminator) choose(pods []Pod, n int) []Pod {
+	r := t.Rand
+	if r == nil {
+		r = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	idx := r.Perm(len(pods))[:n]
+	out := make([]Pod, n)
+	for i, j := range idx {
+		out[i] = pods[j]
+	}
+	return out
+}
+
+// Due reports whether a period has elapsed since last (nil: never ran) at
+// now, and if not, how long until it does. The operator stores last in the
+// PodTerminator's status, so the decision survives restarts and leader
+// changes.
+func Due(last *time.Time, period time.Duration, now time.Time) (bool, time.Duration) {
+	if last == nil {
+		return true, 0
+	}
+	next := last.Add(period)
+	if !now.Before(next) {
+		return true, 0
+	}
+	return false, next.Sub(now)
+}
