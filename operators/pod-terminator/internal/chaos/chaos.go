@@ -11,6 +11,8 @@ import (
 // Pod is a pod as the domain sees it.
 type Pod struct {
 	Namespace, Name string
+	// UID tells a pod from a later one of the same name.
+	UID string
 	// Deleting is true once the pod has a deletion timestamp.
 	Deleting bool
 	// Finished is true for pods in phase Succeeded or Failed.

@@ -1,0 +1,58 @@
+package integration_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/kube"
+)
+
+// A pod deleted and re-created under the same name since it was listed is
+// not deleted: the UID precondition protects it (fakes ignore preconditions).
+func TestAReplacedPodIsNotDeleted(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	ctx := context.Background()
+	client := kubernetes.NewForConfigOrDie(cluster.Config())
+	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pt-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newPod := func() *corev1.Pod {
+		p, err := client.CoreV1().Pods(ns.Name).Create(ctx, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "victim"},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	first := newPod()
+	// With no node, a pod is deleted at once.
+	if err := client.CoreV1().Pods(ns.Name).Delete(ctx, "victim", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
+		t.Fatal(err)
+	}
+	second := newPod()
+
+	pods := kube.Pods{Client: client}
+	err = pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(first.UID)})
+	if !errors.Is(err, chaos.ErrPodGone) {
+		t.Errorf("got %v deleting by the old UID, want ErrPodGone", err)
+	}
+	got, err := client.CoreV1().Pods(ns.Name).Get(ctx, "victim", metav1.GetOptions{})
+	if err != nil || got.UID != second.UID {
+		t.Fatalf("got pod %v (err %v), want the re-created pod kept", got.UID, err)
+	}
+	if err := pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(second.UID)}); err != nil {
+		t.Errorf("got %v deleting by the current UID, want nil", err)
+	}
+}
