@@ -24,7 +24,7 @@ run: build ## Start a local control plane with the sample programs at work; Ctrl
 	$(GO) run ./hack/run $(RUN_ARGS)
 
 .PHONY: test
-test: lint test-unit test-integration test-bench ## Everything CI runs: lint, unit tests, integration tests on a local control plane, benchmark smoke tests.
+test: lint verify-generate test-unit test-integration test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane, benchmark smoke tests.
 
 # Integration packages start real control-plane processes: any package named
 # integration, plus devcluster and make run's own test. Everything else is a
@@ -57,6 +57,14 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pi
 $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) from the Go module proxy into $(dir $@) (first time: about 3 minutes)"
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+.PHONY: generate
+generate: ## Generate deepcopy, clients, listers, informers (code-generator v0.36.1) and CRD YAML (controller-gen v0.21.0).
+	CACHE_DIR="$(CACHE_DIR)" hack/codegen/generate.sh
+
+.PHONY: verify-generate
+verify-generate: ## Fail if generated code or CRDs are stale.
+	CACHE_DIR="$(CACHE_DIR)" hack/codegen/verify.sh
 
 .PHONY: bench
 bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare informer (about 1.5 minutes).

@@ -1,0 +1,137 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+)
+
+func validSpec() chaosv1alpha1.PodTerminatorSpec {
+	return chaosv1alpha1.PodTerminatorSpec{
+		Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		TerminationPercent: 25,
+	}
+}
+
+// The API server, not Go code, applies the defaults from the CRD schema.
+func TestCRDDefaults(t *testing.T) {
+	client := chaosClient(t)
+	ctx := context.Background()
+	pts := client.ChaosV1alpha1().PodTerminators()
+
+	created, err := pts.Create(ctx, &chaosv1alpha1.PodTerminator{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "defaults-"},
+		Spec:       validSpec(),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("could not create a valid PodTerminator: %v", err)
+	}
+	t.Cleanup(func() { _ = pts.Delete(context.Background(), created.Name, metav1.DeleteOptions{}) })
+
+	if got := created.Spec.PeriodSeconds; got == nil || *got != 60 {
+		t.Errorf("periodSeconds = %v, want the default 60", got)
+	}
+	if got := created.Spec.MinimumInstances; got == nil || *got != 1 {
+		t.Errorf("minimumInstances = %v, want the default 1", got)
+	}
+
+	// dryRun's Go zero value is its default: check the stored JSON has it.
+	raw, err := client.ChaosV1alpha1().RESTClient().Get().
+		Resource("podterminators").Name(created.Name).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("could not get the raw object: %v", err)
+	}
+	var stored struct {
+		Spec map[string]any `json:"spec"`
+	}
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := stored.Spec["dryRun"]; !ok || v != false {
+		t.Errorf("stored spec.dryRun = %v (present %t), want the default false", v, ok)
+	}
+
+	// An explicit minimumInstances 0 is kept, not replaced by the default.
+	spec := validSpec()
+	spec.MinimumInstances = ptr.To[int32](0)
+	zero, err := pts.Create(ctx, &chaosv1alpha1.PodTerminator{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "zero-"},
+		Spec:       spec,
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("could not create with minimumInstances 0: %v", err)
+	}
+	t.Cleanup(func() { _ = pts.Delete(context.Background(), zero.Name, metav1.DeleteOptions{}) })
+	if got := zero.Spec.MinimumInstances; got == nil || *got != 0 {
+		t.Errorf("minimumInstances = %v, want the explicit 0", got)
+	}
+}
+
+// The CRD schema refuses invalid specs with messages that name the field.
+func TestCRDValidation(t *testing.T) {
+	client := chaosClient(t)
+	ctx := context.Background()
+	pts := client.ChaosV1alpha1().PodTerminators()
+
+	tests := map[string]struct {
+		mutate func(*chaosv1alpha1.PodTerminatorSpec)
+		want   []string // substrings of the error message
+	}{
+		"empty selector": {
+			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} },
+			want:   []string{"spec.selector", "selector must not be empty", "would match every pod"},
+		},
+		"selector with empty matchLabels": {
+			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{}}
+			},
+			want: []string{"spec.selector", "selector must not be empty"},
+		},
+		"terminationPercent 0": {
+			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 0 },
+			want:   []string{"spec.terminationPercent", "greater than or equal to 1"},
+		},
+		"terminationPercent 150": {
+			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 150 },
+			want:   []string{"spec.terminationPercent", "less than or equal to 100"},
+		},
+		"minimumInstances -1": {
+			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.MinimumInstances = ptr.To[int32](-1) },
+			want:   []string{"spec.minimumInstances", "greater than or equal to 0"},
+		},
+		"periodSeconds 0": {
+			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.PeriodSeconds = ptr.To[int32](0) },
+			want:   []string{"spec.periodSeconds", "greater than or equal to 1"},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			spec := validSpec()
+			tt.mutate(&spec)
+			pt, err := pts.Create(ctx, &chaosv1alpha1.PodTerminator{
+				ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"},
+				Spec:       spec,
+			}, metav1.CreateOptions{})
+			if err == nil {
+				_ = pts.Delete(context.Background(), pt.Name, metav1.DeleteOptions{})
+				t.Fatalf("created %+v, want it refused", spec)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("got %v, want an Invalid error", err)
+			}
+			t.Logf("refused as expected: %v", err)
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
