@@ -497,3 +497,25 @@ func TestNewDoesNotChangeTheCallersConfig(t *testing.T) {
 		t.Errorf("got a Config changed by New: %+v", cfg)
 	}
 }
+
+func TestRequeueDelayReadsAWrappedRequest(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		want   time.Duration
+		wantOK bool
+	}{
+		{"a request", controller.RequeueAfter(time.Second), time.Second, true},
+		{"a wrapped request", fmt.Errorf("later: %w", controller.RequeueAfter(time.Minute)), time.Minute, true},
+		{"another error", errors.New("boom"), 0, false},
+		{"no error", nil, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, ok := controller.RequeueDelay(tt.err)
+			if d != tt.want || ok != tt.wantOK {
+				t.Errorf("got %s %t, want %s %t", d, ok, tt.want, tt.wantOK)
+			}
+		})
+	}
+}

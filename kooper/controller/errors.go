@@ -55,6 +55,10 @@ func (e *requeueError) Error() string { return fmt.Sprintf("requeue after %s", e
 // one still happens. d <= 0 requeues at once.
 func RequeueAfter(d time.Duration) error { return &requeueError{after: d} }
 
+// RequeueDelay returns the delay requested by a [RequeueAfter] in err (or
+// any error it wraps), and whether there was one: for handler tests.
+func RequeueDelay(err error) (time.Duration, bool) { return requeueAfter(err) }
+
 // requeueAfter returns the delay requested by err, if any.
 func requeueAfter(err error) (time.Duration, bool) {
 	var r *requeueError

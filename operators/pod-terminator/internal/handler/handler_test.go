@@ -1,0 +1,208 @@
+package handler_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	"github.com/kooperkit/kooper/apis/client/clientset/versioned/fake"
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/finalizer"
+	"github.com/kooperkit/kooper/kooper/status"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/handler"
+)
+
+type pods struct {
+	live    int
+	deleted []string
+}
+
+func (p *pods) ListPods(context.Context, chaos.Target) ([]chaos.Pod, error) {
+	var out []chaos.Pod
+	for i := range p.live {
+		out = append(out, chaos.Pod{Namespace: "ns", Name: fmt.Sprintf("p%d", i)})
+	}
+	return out, nil
+}
+
+func (p *pods) DeletePod(_ context.Context, pod chaos.Pod) error {
+	p.deleted = append(p.deleted, pod.Name)
+	return nil
+}
+
+type events struct{ reasons []string }
+
+func (e *events) Normal(_ runtime.Object, reason, _ string, _ ...any) {
+	e.reasons = append(e.reasons, reason)
+}
+func (e *events) Warning(_ runtime.Object, reason, _ string, _ ...any) {
+	e.reasons = append(e.reasons, reason)
+}
+
+type metrics struct{ terminated, dryRun int }
+
+func (m *metrics) AddTerminated(_ string, dryRun bool, n int) {
+	if dryRun {
+		m.dryRun += n
+	} else {
+		m.terminated += n
+	}
+}
+
+type env struct {
+	h       *handler.Handler
+	client  *fake.Clientset
+	pods    *pods
+	events  *events
+	metrics *metrics
+	now     time.Time
+}
+
+func newEnv(t *testing.T, pt *chaosv1alpha1.PodTerminator, live int) *env {
+	t.Helper()
+	e := &env{client: fake.NewSimpleClientset(pt), pods: &pods{live: live}, events: &events{}, metrics: &metrics{},
+		now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	e.h = &handler.Handler{
+		Client:     e.client,
+		Terminator: &chaos.Terminator{Pods: e.pods, Deleter: e.pods, Rand: rand.New(rand.NewPCG(1, 1))},
+		Events:     e.events,
+		Metrics:    e.metrics,
+		Now:        func() time.Time { return e.now },
+	}
+	return e
+}
+
+// handle runs one handling of the stored object, as the controller would.
+func (e *env) handle(t *testing.T) error {
+	t.Helper()
+	pt, err := e.client.ChaosV1alpha1().PodTerminators().Get(context.Background(), "pt", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.h.Handle(context.Background(), pt)
+}
+
+func (e *env) stored(t *testing.T) *chaosv1alpha1.PodTerminator {
+	t.Helper()
+	pt, err := e.client.ChaosV1alpha1().PodTerminators().Get(context.Background(), "pt", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pt
+}
+
+func terminator(percent, minimum int32, dryRun bool) *chaosv1alpha1.PodTerminator {
+	return &chaosv1alpha1.PodTerminator{
+		ObjectMeta: metav1.ObjectMeta{Name: "pt", Generation: 1},
+		Spec: chaosv1alpha1.PodTerminatorSpec{
+			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			PeriodSeconds:      ptr.To[int32](10),
+			TerminationPercent: percent,
+			MinimumInstances:   ptr.To(minimum),
+			DryRun:             dryRun,
+		},
+	}
+}
+
+func TestAPeriodTerminatesRecordsAndRequeues(t *testing.T) {
+	e := newEnv(t, terminator(30, 8, false), 10)
+	err := e.handle(t)
+	if d, ok := controller.RequeueDelay(err); !ok || d != 10*time.Second {
+		t.Fatalf("got %v, want a requeue after the 10s period", err)
+	}
+	if len(e.pods.deleted) != 2 {
+		t.Errorf("got %v deleted, want 2 (30%% of 10 capped by minimum 8)", e.pods.deleted)
+	}
+	pt := e.stored(t)
+	if !finalizer.Has(pt, handler.Finalizer) {
+		t.Error("got no finalizer after the first handling")
+	}
+	if pt.Status.TerminatedTotal != 2 || len(pt.Status.LastTerminated) != 2 || pt.Status.LastTerminationTime == nil ||
+		!pt.Status.LastTerminationTime.Time.Equal(e.now) || pt.Status.ObservedGeneration != 1 {
+		t.Errorf("got status %+v, want 2 terminated at %s for generation 1", pt.Status, e.now)
+	}
+	if !status.IsTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
+		t.Errorf("got conditions %+v, want Ready", pt.Status.Conditions)
+	}
+	if e.metrics.terminated != 2 || len(e.events.reasons) != 2 || e.events.reasons[0] != "Terminated" {
+		t.Errorf("got metric %d and events %v, want 2 and two Terminated events", e.metrics.terminated, e.events.reasons)
+	}
+}
+
+func TestBeforeThePeriodEndsNothingHappensButARequeue(t *testing.T) {
+	e := newEnv(t, terminator(30, 0, false), 10)
+	_ = e.handle(t)
+	e.now = e.now.Add(4 * time.Second)
+	err := e.handle(t)
+	if d, ok := controller.RequeueDelay(err); !ok || d != 6*time.Second {
+		t.Errorf("got %v, want a requeue after the remaining 6s", err)
+	}
+	if len(e.pods.deleted) != 3 {
+		t.Errorf("got %d deleted in total, want only the first period's 3", len(e.pods.deleted))
+	}
+}
+
+func TestADryRunDeletesNothingAndSaysWhatItWouldHave(t *testing.T) {
+	e := newEnv(t, terminator(50, 0, true), 10)
+	_ = e.handle(t)
+	pt := e.stored(t)
+	if len(e.pods.deleted) != 0 || pt.Status.TerminatedTotal != 0 {
+		t.Errorf("got %v deleted and total %d in a dry run, want none", e.pods.deleted, pt.Status.TerminatedTotal)
+	}
+	if e.metrics.dryRun != 5 || len(e.events.reasons) != 5 || e.events.reasons[0] != "DryRun" {
+		t.Errorf("got dry-run metric %d and events %v, want 5 DryRun", e.metrics.dryRun, e.events.reasons)
+	}
+}
+
+func TestADeletedTerminatorLosesItsFinalizerAndStops(t *testing.T) {
+	pt := terminator(30, 0, false)
+	pt.Finalizers = []string{handler.Finalizer}
+	pt.DeletionTimestamp = &metav1.Time{Time: time.Now()}
+	e := newEnv(t, pt, 10)
+	if err := e.handle(t); err != nil {
+		t.Fatalf("got %v, want nil", err)
+	}
+	if len(e.pods.deleted) != 0 {
+		t.Errorf("got %v deleted for a deleted terminator", e.pods.deleted)
+	}
+	if got := e.stored(t); finalizer.Has(got, handler.Finalizer) {
+		t.Error("the finalizer is still there")
+	}
+}
+
+func TestAnInvalidSpecIsMarkedAndNotRetried(t *testing.T) {
+	e := newEnv(t, terminator(0, 0, false), 10) // slipped past validation
+	err := e.handle(t)
+	if !controller.IsTerminal(err) {
+		t.Errorf("got %v, want a terminal error", err)
+	}
+	pt := e.stored(t)
+	if !status.IsTrue(pt.Status.Conditions, chaosv1alpha1.ConditionInvalid) || status.IsTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
+		t.Errorf("got conditions %+v, want Invalid and not Ready", pt.Status.Conditions)
+	}
+	if len(e.pods.deleted) != 0 {
+		t.Errorf("got %v deleted for an invalid spec", e.pods.deleted)
+	}
+}
+
+func TestTheLastTerminatedListKeepsTheNewestTen(t *testing.T) {
+	e := newEnv(t, terminator(100, 0, false), 7)
+	_ = e.handle(t)
+	e.now = e.now.Add(10 * time.Second)
+	_ = e.handle(t)
+	pt := e.stored(t)
+	if got := len(pt.Status.LastTerminated); got != chaosv1alpha1.MaxLastTerminated {
+		t.Errorf("got %d in lastTerminated, want %d", got, chaosv1alpha1.MaxLastTerminated)
+	}
+	if pt.Status.TerminatedTotal != 14 || !pt.Status.LastTerminated[0].Time.Time.Equal(e.now) {
+		t.Errorf("got total %d and newest %v, want 14 and the second period first", pt.Status.TerminatedTotal, pt.Status.LastTerminated[0].Time)
+	}
+}
