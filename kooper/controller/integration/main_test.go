@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -19,17 +18,7 @@ import (
 var cluster *devcluster.Cluster
 
 func TestMain(m *testing.M) {
-	c, err := devcluster.ForTests(context.Background(), devcluster.Options{Progress: os.Stderr})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cluster = c
-	code := m.Run()
-	if c != nil {
-		_ = c.Stop()
-	}
-	os.Exit(code)
+	os.Exit(devcluster.RunTests(m, devcluster.Options{Progress: os.Stderr}, &cluster))
 }
 
 // setup returns a client and a fresh namespace, or skips without a cluster.
