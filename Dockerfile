@@ -2,7 +2,8 @@
 # Builds one command of this repository into a static, trimmed binary on a
 # distroless base that runs as non-root and has no shell:
 #
-#   docker build --build-arg CMD=./examples/pod-logger -t pod-logger .
+#   docker build --build-arg CMD=./operators/pod-terminator/cmd/pod-terminator \
+#     --build-arg VERSION=$(git describe --tags --always) -t pod-terminator .
 #
 # The go build flags are the Makefile's BUILD_FLAGS (`make build` produces the
 # same binaries without Docker).
@@ -14,7 +15,8 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG CMD=./examples/pod-logger
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/app "${CMD}"
+ARG VERSION=dev
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/app "${CMD}"
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/app /app

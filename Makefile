@@ -10,9 +10,11 @@ CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kooper
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
-# Binaries are static and trimmed, the same way in `make build` and the Dockerfile.
-BUILD_FLAGS := -trimpath -ldflags "-s -w"
-COMMANDS := ./examples/pod-logger
+# Binaries are static and trimmed, the same way in `make build` and the
+# Dockerfile, and stamped with VERSION (their -version flag prints it).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
+COMMANDS := ./examples/pod-logger ./operators/pod-terminator/cmd/pod-terminator
 
 .PHONY: help
 help: ## List the targets.

@@ -6,6 +6,7 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/sirupsen/logrus v1.10.2
+	github.com/slok/kubewebhook/v2 v2.6.0
 	go.uber.org/goleak v1.3.0
 	k8s.io/api v0.36.1
 	k8s.io/apiextensions-apiserver v0.36.1

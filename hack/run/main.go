@@ -27,10 +27,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
@@ -38,6 +41,9 @@ import (
 // `make build`. Each gets -kubeconfig; its output is prefixed with its name.
 var programs = []program{
 	{name: "pod-logger", args: []string{"-metrics-addr", "127.0.0.1:8080"}},
+	// One replica: no leader election. The webhook needs a Service or a URL
+	// the API server can reach over TLS; the tests cover it, the demo skips it.
+	{name: "pod-terminator", args: []string{"-http-addr", "127.0.0.1:8081", "-leader-elect=false", "-webhook-addr=", "-namespace", "kooper-system"}},
 }
 
 type program struct {
@@ -132,18 +138,32 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		wg.Go(func() { _ = cmd.Wait() })
 	}
 
-	if err := demo(ctx, client, say); err != nil && ctx.Err() == nil {
+	chaosClient, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("could not create a client: %w", err)
+	}
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	wg.Go(func() { showTerminations(watchCtx, client, prefixed(out, "events")) })
+	// Remove the demo PodTerminator while its operator still runs to take
+	// its finalizer off: an existing cluster is left as it was found.
+	defer removeDemo(chaosClient, say)
+	if err := demo(ctx, client, chaosClient, say); err != nil && ctx.Err() == nil {
 		return err
 	}
-	say("try: KUBECONFIG=%s %s get pods -A", path, kubectl)
+	say("try: KUBECONFIG=%s %s get podterminators,pods -A", path, kubectl)
 	say("Ctrl-C stops everything")
 	<-ctx.Done()
 	return nil
 }
 
-// demo creates a Deployment of pods that the sample programs act on, and
-// scales it up after a while so there is something to see.
-func demo(ctx context.Context, client kubernetes.Interface, say func(string, ...any)) error {
+// demoTerminator is the PodTerminator the demo creates.
+const demoTerminator = "kooper-demo-victims"
+
+// demo creates a Deployment of pods that the sample programs act on, scales
+// it up after a while so there is something to see, and has the
+// pod-terminator terminate some of its pods every few seconds.
+func demo(ctx context.Context, client kubernetes.Interface, chaosClient versioned.Interface, say func(string, ...any)) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kooper-demo"}}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("could not create the demo namespace: %w", err)
@@ -178,7 +198,64 @@ func demo(ctx context.Context, client kubernetes.Interface, say func(string, ...
 		return fmt.Errorf("could not scale the demo Deployment: %w", err)
 	}
 	say("scaled kooper-demo/victim to 5 replicas")
+
+	pt := &chaosv1alpha1.PodTerminator{
+		ObjectMeta: metav1.ObjectMeta{Name: demoTerminator},
+		Spec: chaosv1alpha1.PodTerminatorSpec{
+			Selector:           metav1.LabelSelector{MatchLabels: labels},
+			Namespaces:         []string{ns.Name},
+			PeriodSeconds:      ptr.To[int32](5),
+			TerminationPercent: 40,
+			MinimumInstances:   ptr.To[int32](3),
+		},
+	}
+	if _, err := chaosClient.ChaosV1alpha1().PodTerminators().Create(ctx, pt, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("could not create the demo PodTerminator: %w", err)
+	}
+	say("created PodTerminator %s: every 5s, 40%% of kooper-demo's app=victim pods, never fewer than 3 left", demoTerminator)
 	return nil
+}
+
+// removeDemo deletes the demo PodTerminator and waits until its operator has
+// removed the finalizer.
+func removeDemo(chaosClient versioned.Interface, say func(string, ...any)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pts := chaosClient.ChaosV1alpha1().PodTerminators()
+	if err := pts.Delete(ctx, demoTerminator, metav1.DeleteOptions{}); err != nil {
+		return // never created, or the cluster is gone
+	}
+	for ctx.Err() == nil {
+		if _, err := pts.Get(ctx, demoTerminator, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			say("deleted PodTerminator %s", demoTerminator)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	say("PodTerminator %s is still there: is the pod-terminator running?", demoTerminator)
+}
+
+// showTerminations prints the Events the pod-terminator records, until ctx
+// is done.
+func showTerminations(ctx context.Context, client kubernetes.Interface, out io.Writer) {
+	w, err := client.CoreV1().Events(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PodTerminator"})
+	if err != nil {
+		return
+	}
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				return
+			}
+			if e, isEvent := ev.Object.(*corev1.Event); isEvent && ev.Type != watch.Deleted {
+				fmt.Fprintf(out, "PodTerminator %s: %s %s\n", e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
+	}
 }
 
 func hasYAML(dir string) bool {

@@ -35,7 +35,7 @@ func (s *syncBuffer) String() string {
 // programs and the demo, and stops cleanly.
 func TestMakeRunShowsTheSampleProgramsAtWork(t *testing.T) {
 	root, _ := filepath.Abs("../..")
-	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger"} {
+	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger", "pod-terminator"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("bin/%s is missing: make test builds it (make controlplane WITH_KWOK=1 build)", bin)
@@ -44,7 +44,7 @@ func TestMakeRunShowsTheSampleProgramsAtWork(t *testing.T) {
 		}
 	}
 	var out syncBuffer
-	if err := run(context.Background(), []string{"-root", root, "-duration", "20s"}, &out); err != nil {
+	if err := run(context.Background(), []string{"-root", root, "-duration", "30s"}, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
 	got := out.String()
@@ -52,6 +52,8 @@ func TestMakeRunShowsTheSampleProgramsAtWork(t *testing.T) {
 		regexp.MustCompile(`kube-apiserver ready`),
 		regexp.MustCompile(`\[pod-logger\] pod kooper-demo/victim-\S+ is Running`),
 		regexp.MustCompile(`scaled kooper-demo/victim to 5 replicas`),
+		regexp.MustCompile(`\[events\] PodTerminator kooper-demo-victims: Terminated terminated [12] of [45] live pods \(40%, minimum 3\): kooper-demo/victim-`),
+		regexp.MustCompile(`deleted PodTerminator kooper-demo-victims`),
 		regexp.MustCompile(`stopping the local control plane`),
 	} {
 		if !want.MatchString(got) {

@@ -24,6 +24,7 @@ type Controller struct {
 	handler Handler // cfg.Handler wrapped by the controller's own middlewares
 	log     log.Logger
 	ran     atomic.Bool
+	synced  atomic.Bool
 }
 
 // New validates cfg, applies its defaults and returns a Controller ready to
@@ -51,6 +52,11 @@ func New(cfg Config) (*Controller, error) {
 // handlers once its context is done. Leader election reads it to check that
 // an old leader stops handling before a new one can start.
 func (c *Controller) ShutdownTimeout() time.Duration { return c.cfg.ShutdownTimeout }
+
+// HasSynced reports whether Run has filled the cache and started its
+// workers: every object listed at start is queued. It stays true after Run
+// returns. Use it for a readiness check.
+func (c *Controller) HasSynced() bool { return c.synced.Load() }
 
 // Run fills the cache from the Retriever, then handles objects with
 // Config.ConcurrentWorkers workers until ctx is done. It then cancels the
@@ -98,6 +104,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Info("controller stopped before its cache synced")
 		return nil
 	}
+	c.synced.Store(true)
 	c.log.Info("controller cache synced")
 
 	var workers sync.WaitGroup

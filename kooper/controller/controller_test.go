@@ -13,7 +13,9 @@ import (
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kooperkit/kooper/kooper/controller"
@@ -517,5 +519,48 @@ func TestRequeueDelayReadsAWrappedRequest(t *testing.T) {
 				t.Errorf("got %s %t, want %s %t", d, ok, tt.want, tt.wantOK)
 			}
 		})
+	}
+}
+
+// gated holds a Retriever's List and Watch until open is closed.
+type gated struct {
+	controller.Retriever
+	open chan struct{}
+}
+
+func (g gated) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	<-g.open
+	return g.Retriever.List(ctx, opts)
+}
+
+func (g gated) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	<-g.open
+	return g.Retriever.Watch(ctx, opts)
+}
+
+func TestHasSyncedTurnsTrueOnceTheCacheIsFilled(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	g := gated{Retriever: src, open: make(chan struct{})}
+	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: g, DisableResync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	settle()
+	if c.HasSynced() {
+		t.Error("HasSynced is true while the retriever has not answered, want false")
+	}
+	close(g.open)
+	eventually(t, "HasSynced", c.HasSynced)
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("got Run error %v, want nil", err)
+	}
+	if !c.HasSynced() {
+		t.Error("HasSynced turned false after Run returned, want true")
 	}
 }

@@ -30,6 +30,14 @@ type Config struct {
 	// involvedObject. Default client-go's kubernetes/scheme.Scheme, which
 	// knows built-in kinds only.
 	Scheme *runtime.Scheme
+	// Correlator tunes client-go's event correlation. Zero fields keep
+	// client-go's defaults: a per-object spam filter allowing a burst of 25
+	// events, then one per 5 minutes (BurstSize, QPS), and events differing
+	// only in their message folded into one "(combined from similar
+	// events)" after 10 within 10 minutes (MaxEvents,
+	// MaxIntervalInSeconds). An operator that records one event per action
+	// on a busy object raises these.
+	Correlator record.CorrelatorOptions
 }
 
 func (c *Config) defaults() {
@@ -65,7 +73,7 @@ func New(cfg Config) (*Recorder, error) {
 		return nil, err
 	}
 	s := &sink{next: &typedcorev1.EventSinkImpl{Interface: cfg.Client.CoreV1().Events("")}}
-	b := record.NewBroadcaster()
+	b := record.NewBroadcaster(record.WithCorrelatorOptions(cfg.Correlator))
 	b.StartRecordingToSink(s)
 	return &Recorder{
 		broadcaster: b,

@@ -3,6 +3,7 @@ package event_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/kooperkit/kooper/kooper/event"
 )
@@ -153,4 +155,58 @@ func TestNew(t *testing.T) {
 			goleak.VerifyNone(t)
 		})
 	}
+}
+
+func TestCorrelatorOptions(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0", UID: "pod-uid"}}
+	const n = 40
+	recordN := func(t *testing.T, cfg event.Config) kubernetes.Interface {
+		t.Helper()
+		client := fake.NewClientset()
+		cfg.Client, cfg.Component = client, "test-operator"
+		r, err := event.New(cfg)
+		if err != nil {
+			t.Fatalf("got error %v, want nil", err)
+		}
+		t.Cleanup(r.Shutdown)
+		for i := range n {
+			r.Normal(pod, "Terminated", "terminated pod shop/web-%d", i)
+		}
+		return client
+	}
+
+	t.Run("client-go's defaults fold similar events", func(t *testing.T) {
+		client := recordN(t, event.Config{})
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			list, err := client.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range list.Items {
+				if strings.HasPrefix(e.Message, "(combined from similar events)") {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("got %d events and none combined after 10s, want similar events folded into one", len(list.Items))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+
+	t.Run("raised limits keep one event per message", func(t *testing.T) {
+		client := recordN(t, event.Config{Correlator: record.CorrelatorOptions{BurstSize: 100, QPS: 10, MaxEvents: 1000}})
+		events := waitForEvents(t, client, "shop", n)
+		seen := map[string]bool{}
+		for _, e := range events {
+			if e.Count != 1 {
+				t.Errorf("got count %d for %q, want 1", e.Count, e.Message)
+			}
+			seen[e.Message] = true
+		}
+		if len(seen) != n {
+			t.Errorf("got %d distinct messages, want %d", len(seen), n)
+		}
+	})
 }

@@ -10,5 +10,5 @@ import (
 var cluster *devcluster.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
 }

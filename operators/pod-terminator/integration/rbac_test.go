@@ -28,19 +28,30 @@ var needed = []rbacv1.PolicyRule{
 	{APIGroups: []string{"chaos.kooperkit.io"}, Resources: []string{"podterminators/finalizers"}, Verbs: []string{"update"}},
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+	{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"kooper-pod-terminator"}, Verbs: []string{"get", "update"}},
 }
 
-func TestTheClusterRoleGrantsExactlyWhatIsNeeded(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(rbacDir, "cluster_role.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(b, &role); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(role.Rules, needed) {
-		t.Errorf("got rules %+v\nwant exactly %+v", role.Rules, needed)
+// neededInNamespace is what it does in its own namespace: the Role must grant
+// exactly this.
+var neededInNamespace = []rbacv1.PolicyRule{
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"pod-terminator-webhook-tls"}, Verbs: []string{"get", "update"}},
+}
+
+func TestTheRolesGrantExactlyWhatIsNeeded(t *testing.T) {
+	for file, want := range map[string][]rbacv1.PolicyRule{"cluster_role.yaml": needed, "role.yaml": neededInNamespace} {
+		b, err := os.ReadFile(filepath.Join(rbacDir, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var role rbacv1.ClusterRole // a Role's rules read the same
+		if err := yaml.UnmarshalStrict(b, &role); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(role.Rules, want) {
+			t.Errorf("%s: got rules %+v\nwant exactly %+v", file, role.Rules, want)
+		}
 	}
 }
 
@@ -57,7 +68,7 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 	}
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	const user = "system:serviceaccount:kooper-system:pod-terminator"
-	can := func(ns, group, resource, sub, verb string) bool {
+	can := func(ns, group, resource, sub, verb string, name ...string) bool {
 		t.Helper()
 		sar, err := client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
 			Spec: authorizationv1.SubjectAccessReviewSpec{
@@ -65,6 +76,7 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kooper-system", "system:authenticated"},
 				ResourceAttributes: &authorizationv1.ResourceAttributes{
 					Namespace: ns, Group: group, Resource: resource, Subresource: sub, Verb: verb,
+					Name: strings.Join(name, ""),
 				},
 			},
 		}, metav1.CreateOptions{})
@@ -77,30 +89,36 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		for _, res := range r.Resources {
 			resource, sub, _ := strings.Cut(res, "/")
 			for _, verb := range r.Verbs {
-				if !can("some-namespace", r.APIGroups[0], resource, sub, verb) {
-					t.Errorf("%s may not %s %s, want allowed", user, verb, res)
+				if !can("some-namespace", r.APIGroups[0], resource, sub, verb, r.ResourceNames...) {
+					t.Errorf("%s may not %s %s %v, want allowed", user, verb, res, r.ResourceNames)
 				}
 			}
 		}
 	}
-	for _, verb := range []string{"get", "create", "update"} {
-		if !can("kooper-system", "coordination.k8s.io", "leases", "", verb) {
-			t.Errorf("%s may not %s leases in kooper-system, want allowed", user, verb)
+	for _, r := range neededInNamespace {
+		for _, verb := range r.Verbs {
+			if !can("kooper-system", r.APIGroups[0], r.Resources[0], "", verb, r.ResourceNames...) {
+				t.Errorf("%s may not %s %s %v in kooper-system, want allowed", user, verb, r.Resources[0], r.ResourceNames)
+			}
 		}
 	}
-	denied := []struct{ ns, group, resource, sub, verb string }{
-		{"some-namespace", "", "secrets", "", "get"},
-		{"some-namespace", "", "pods", "", "create"},
-		{"some-namespace", "", "pods", "", "update"},
-		{"", "chaos.kooperkit.io", "podterminators", "", "delete"},
-		{"", "chaos.kooperkit.io", "podterminators", "", "create"},
-		{"some-namespace", "", "configmaps", "", "list"},
-		{"some-namespace", "coordination.k8s.io", "leases", "", "update"},
-		{"some-namespace", "apps", "deployments", "", "delete"},
+	denied := []struct{ ns, group, resource, sub, verb, name string }{
+		{"some-namespace", "", "secrets", "", "get", ""},
+		{"some-namespace", "", "pods", "", "create", ""},
+		{"some-namespace", "", "pods", "", "update", ""},
+		{"", "chaos.kooperkit.io", "podterminators", "", "delete", ""},
+		{"", "chaos.kooperkit.io", "podterminators", "", "create", ""},
+		{"some-namespace", "", "configmaps", "", "list", ""},
+		{"some-namespace", "coordination.k8s.io", "leases", "", "update", ""},
+		{"some-namespace", "apps", "deployments", "", "delete", ""},
+		{"kooper-system", "", "secrets", "", "get", "someone-elses-secret"},
+		{"kooper-system", "", "secrets", "", "list", ""},
+		{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "update", "someone-elses-webhook"},
+		{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "list", ""},
 	}
 	for _, d := range denied {
-		if can(d.ns, d.group, d.resource, d.sub, d.verb) {
-			t.Errorf("%s may %s %s in %q, want denied", user, d.verb, d.resource, d.ns)
+		if can(d.ns, d.group, d.resource, d.sub, d.verb, d.name) {
+			t.Errorf("%s may %s %s %q in %q, want denied", user, d.verb, d.resource, d.name, d.ns)
 		}
 	}
 }

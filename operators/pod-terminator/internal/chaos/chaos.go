@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -30,6 +31,9 @@ func (p Pod) String() string { return p.Namespace + "/" + p.Name }
 type Target struct {
 	Selector   any
 	Namespaces []string // empty: every namespace
+	// Exclude lists namespaces whose pods are never terminated, even when
+	// listed: kube-system and the operator's own, for example.
+	Exclude []string
 }
 
 // PodLister lists the pods of a target.
@@ -99,7 +103,7 @@ func (t *Terminator) Terminate(ctx context.Context, target Target, p Policy) (Re
 	}
 	live := make([]Pod, 0, len(pods))
 	for _, pod := range pods {
-		if pod.Live() {
+		if pod.Live() && !slices.Contains(target.Exclude, pod.Namespace) {
 			live = append(live, pod)
 		}
 	}

@@ -168,3 +168,18 @@ func TestDueSaysWhenTheNextPeriodStarts(t *testing.T) {
 		})
 	}
 }
+
+func TestPodsInExcludedNamespacesAreNeverCandidates(t *testing.T) {
+	c := &cluster{pods: append(pods(4),
+		chaos.Pod{Namespace: "kube-system", Name: "dns"},
+		chaos.Pod{Namespace: "kooper-system", Name: "pod-terminator"})}
+	term := &chaos.Terminator{Pods: c, Deleter: c, Rand: seeded(3)}
+	res, err := term.Terminate(context.Background(), chaos.Target{Exclude: []string{"kube-system", "kooper-system"}}, chaos.Policy{Percent: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(c.deleted)
+	if res.Live != 4 || !slices.Equal(c.deleted, []string{"p0", "p1", "p2", "p3"}) {
+		t.Errorf("got live %d and deleted %v, want the 4 pods of ns only", res.Live, c.deleted)
+	}
+}

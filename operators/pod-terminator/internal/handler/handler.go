@@ -9,10 +9,13 @@ package handler
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
@@ -20,10 +23,17 @@ import (
 	"github.com/kooperkit/kooper/kooper/finalizer"
 	"github.com/kooperkit/kooper/kooper/status"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
 )
 
 // Finalizer is the finalizer the operator keeps on every PodTerminator.
 const Finalizer = "chaos.kooperkit.io/pod-terminator"
+
+// Reasons of the Events recorded for each period that chose pods.
+const (
+	ReasonTerminated = "Terminated"
+	ReasonDryRun     = "DryRun"
+)
 
 // Events records Kubernetes Events; kooper/event's Recorder is one.
 type Events interface {
@@ -42,6 +52,10 @@ type Handler struct {
 	Terminator *chaos.Terminator
 	Events     Events
 	Metrics    Metrics
+	// Rules are the checks of internal/validation; a spec failing them is
+	// marked Invalid and not acted on. Their protected namespaces are never
+	// searched for pods.
+	Rules validation.Rules
 	// DryRunAll forces a dry run for every PodTerminator (the operator's
 	// --dry-run-all flag).
 	DryRunAll bool
@@ -58,12 +72,13 @@ func (h *Handler) New() controller.Handler {
 func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) error {
 	fin := finalizer.Finalizer{Name: Finalizer, Update: h.update}
 	// Deleted: drop any pending work and let the object go. Terminations
-	// leave no external state to clean up.
+	// leave no external state to clean up. A conflict means our copy is
+	// stale and a newer version is queued: handle that one instead.
 	if deleting, err := fin.Finalize(ctx, pt, func(context.Context) error { return nil }); deleting || err != nil {
-		return err
+		return ignoreConflict(err)
 	}
 	if _, err := fin.Ensure(ctx, pt); err != nil {
-		return err
+		return ignoreConflict(err)
 	}
 
 	target, policy, period, err := h.read(pt)
@@ -90,13 +105,32 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 		return controller.RequeueAfter(wait)
 	}
 
+	// Claim the period before acting, with the resourceVersion we read. The
+	// copy we hold may be stale (the cache has not yet seen our own last
+	// write, or another replica acted during a leader change): then the
+	// write conflicts and nothing is terminated twice. A newer version is
+	// on its way to the queue, and is handled next.
+	err = h.setStatus(ctx, pt, func(s *chaosv1alpha1.PodTerminatorStatus) {
+		s.LastTerminationTime = &metav1.Time{Time: now}
+	})
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+
 	res, termErr := h.Terminator.Terminate(ctx, target, policy)
-	for _, p := range res.Terminated {
+	// One Event per period, naming every pod: kubectl describe shows the
+	// history, and the operator's event recorder allows one per second per
+	// object without folding them together.
+	if n := len(res.Terminated); n > 0 {
+		reason, verb := ReasonTerminated, "terminated"
 		if res.DryRun {
-			h.Events.Normal(pt, "DryRun", "would terminate pod %s (%d live, %d%%, minimum %d)", p, res.Live, policy.Percent, policy.Minimum)
-		} else {
-			h.Events.Normal(pt, "Terminated", "terminated pod %s (%d live, %d%%, minimum %d)", p, res.Live, policy.Percent, policy.Minimum)
+			reason, verb = ReasonDryRun, "would terminate"
 		}
+		h.Events.Normal(pt, reason, "%s %d of %d live pods (%d%%, minimum %d): %s",
+			verb, n, res.Live, policy.Percent, policy.Minimum, podList(res.Terminated))
 	}
 	if h.Metrics != nil {
 		h.Metrics.AddTerminated(pt.Name, res.DryRun, len(res.Terminated))
@@ -104,8 +138,11 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	if termErr != nil {
 		h.Events.Warning(pt, chaosv1alpha1.ReasonTerminationFailed, "%v", termErr)
 	}
-	err = h.setStatus(ctx, pt, func(s *chaosv1alpha1.PodTerminatorStatus) {
-		s.LastTerminationTime = &metav1.Time{Time: now}
+
+	// Record what was done. Someone may write the object meanwhile (a spec
+	// change): then re-read it and record on the fresh copy, so no
+	// termination goes uncounted.
+	record := func(s *chaosv1alpha1.PodTerminatorStatus) {
 		if !res.DryRun {
 			s.TerminatedTotal += int64(len(res.Terminated))
 		}
@@ -122,38 +159,44 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionTrue, chaosv1alpha1.ReasonReconciled,
 				fmt.Sprintf("%d of %d live pods terminated", len(res.Terminated), res.Live))
 		}
+	}
+	first := true
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if !first {
+			fresh, err := h.Client.ChaosV1alpha1().PodTerminators().Get(ctx, pt.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			*pt = *fresh
+		}
+		first = false
+		return h.setStatus(ctx, pt, record)
 	})
 	if err != nil {
 		return err
 	}
-	if termErr != nil {
-		return termErr // retried with backoff
-	}
+	// A failed termination is in status and an Event; the next period
+	// tries again.
 	return controller.RequeueAfter(period)
 }
 
-// read turns the spec into the domain's terms.
+// read checks the spec and turns it into the domain's terms.
 func (h *Handler) read(pt *chaosv1alpha1.PodTerminator) (chaos.Target, chaos.Policy, time.Duration, error) {
-	sel, err := metav1.LabelSelectorAsSelector(&pt.Spec.Selector)
-	if err != nil {
-		return chaos.Target{}, chaos.Policy{}, 0, fmt.Errorf("selector: %w", err)
-	}
-	if sel.Empty() {
-		return chaos.Target{}, chaos.Policy{}, 0, fmt.Errorf("selector must not be empty: it would match every pod")
-	}
-	policy := chaos.Policy{
-		Percent: int(pt.Spec.TerminationPercent),
-		Minimum: int(deref(pt.Spec.MinimumInstances, 1)),
-		DryRun:  pt.Spec.DryRun || h.DryRunAll,
-	}
-	if err := policy.Validate(); err != nil {
+	if _, err := validation.Validate(&pt.Spec, h.Rules); err != nil {
 		return chaos.Target{}, chaos.Policy{}, 0, err
 	}
-	period := deref(pt.Spec.PeriodSeconds, 60)
-	if period < 1 {
-		return chaos.Target{}, chaos.Policy{}, 0, fmt.Errorf("periodSeconds must be 1 or more, got %d", period)
+	// Validate checked the selector parses and the schema's defaults are set.
+	sel, err := metav1.LabelSelectorAsSelector(&pt.Spec.Selector)
+	if err != nil {
+		return chaos.Target{}, chaos.Policy{}, 0, fmt.Errorf("spec.selector: %w", err)
 	}
-	return chaos.Target{Selector: sel, Namespaces: pt.Spec.Namespaces}, policy, time.Duration(period) * time.Second, nil
+	target := chaos.Target{Selector: sel, Namespaces: pt.Spec.Namespaces, Exclude: h.Rules.Protected()}
+	policy := chaos.Policy{
+		Percent: int(pt.Spec.TerminationPercent),
+		Minimum: int(*pt.Spec.MinimumInstances),
+		DryRun:  pt.Spec.DryRun || h.DryRunAll,
+	}
+	return target, policy, time.Duration(*pt.Spec.PeriodSeconds) * time.Second, nil
 }
 
 // setStatus applies change to a copy of the status and writes it through
@@ -196,11 +239,19 @@ func (h *Handler) now() time.Time {
 	return time.Now()
 }
 
-func deref(p *int32, def int32) int32 {
-	if p == nil {
-		return def
+func ignoreConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
 	}
-	return *p
+	return err
+}
+
+func podList(pods []chaos.Pod) string {
+	names := make([]string, len(pods))
+	for i, p := range pods {
+		names[i] = p.String()
+	}
+	return strings.Join(names, ", ")
 }
 
 func equalStatus(a, b *chaosv1alpha1.PodTerminatorStatus) bool {

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
@@ -18,6 +22,7 @@ import (
 	"github.com/kooperkit/kooper/kooper/status"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/handler"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
 )
 
 type pods struct {
@@ -38,13 +43,15 @@ func (p *pods) DeletePod(_ context.Context, pod chaos.Pod) error {
 	return nil
 }
 
-type events struct{ reasons []string }
+type events struct{ reasons, messages []string }
 
-func (e *events) Normal(_ runtime.Object, reason, _ string, _ ...any) {
+func (e *events) Normal(_ runtime.Object, reason, format string, args ...any) {
 	e.reasons = append(e.reasons, reason)
+	e.messages = append(e.messages, fmt.Sprintf(format, args...))
 }
-func (e *events) Warning(_ runtime.Object, reason, _ string, _ ...any) {
+func (e *events) Warning(_ runtime.Object, reason, format string, args ...any) {
 	e.reasons = append(e.reasons, reason)
+	e.messages = append(e.messages, fmt.Sprintf(format, args...))
 }
 
 type metrics struct{ terminated, dryRun int }
@@ -70,6 +77,22 @@ func newEnv(t *testing.T, pt *chaosv1alpha1.PodTerminator, live int) *env {
 	t.Helper()
 	e := &env{client: fake.NewSimpleClientset(pt), pods: &pods{live: live}, events: &events{}, metrics: &metrics{},
 		now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	// The fake ignores resourceVersions; make updates optimistic like the
+	// API server's: a stale resourceVersion conflicts, a write bumps it.
+	e.client.PrependReactor("update", "podterminators", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.UpdateAction).GetObject().(*chaosv1alpha1.PodTerminator)
+		cur, err := e.client.Tracker().Get(a.GetResource(), "", obj.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		rv := cur.(*chaosv1alpha1.PodTerminator).ResourceVersion
+		if obj.ResourceVersion != rv {
+			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), obj.Name, fmt.Errorf("resourceVersion %s is not the latest %s", obj.ResourceVersion, rv))
+		}
+		n, _ := strconv.Atoi(rv)
+		obj.ResourceVersion = strconv.Itoa(n + 1)
+		return false, nil, nil
+	})
 	e.h = &handler.Handler{
 		Client:     e.client,
 		Terminator: &chaos.Terminator{Pods: e.pods, Deleter: e.pods, Rand: rand.New(rand.NewPCG(1, 1))},
@@ -101,7 +124,7 @@ func (e *env) stored(t *testing.T) *chaosv1alpha1.PodTerminator {
 
 func terminator(percent, minimum int32, dryRun bool) *chaosv1alpha1.PodTerminator {
 	return &chaosv1alpha1.PodTerminator{
-		ObjectMeta: metav1.ObjectMeta{Name: "pt", Generation: 1},
+		ObjectMeta: metav1.ObjectMeta{Name: "pt", Generation: 1, ResourceVersion: "1"},
 		Spec: chaosv1alpha1.PodTerminatorSpec{
 			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
 			PeriodSeconds:      ptr.To[int32](10),
@@ -132,8 +155,12 @@ func TestAPeriodTerminatesRecordsAndRequeues(t *testing.T) {
 	if !status.IsTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
 		t.Errorf("got conditions %+v, want Ready", pt.Status.Conditions)
 	}
-	if e.metrics.terminated != 2 || len(e.events.reasons) != 2 || e.events.reasons[0] != "Terminated" {
-		t.Errorf("got metric %d and events %v, want 2 and two Terminated events", e.metrics.terminated, e.events.reasons)
+	if e.metrics.terminated != 2 || len(e.events.reasons) != 1 || e.events.reasons[0] != handler.ReasonTerminated {
+		t.Fatalf("got metric %d and events %v, want 2 and one Terminated event", e.metrics.terminated, e.events.reasons)
+	}
+	want := fmt.Sprintf("terminated 2 of 10 live pods (30%%, minimum 8): ns/%s, ns/%s", e.pods.deleted[0], e.pods.deleted[1])
+	if e.events.messages[0] != want {
+		t.Errorf("got event message %q, want %q", e.events.messages[0], want)
 	}
 }
 
@@ -157,8 +184,9 @@ func TestADryRunDeletesNothingAndSaysWhatItWouldHave(t *testing.T) {
 	if len(e.pods.deleted) != 0 || pt.Status.TerminatedTotal != 0 {
 		t.Errorf("got %v deleted and total %d in a dry run, want none", e.pods.deleted, pt.Status.TerminatedTotal)
 	}
-	if e.metrics.dryRun != 5 || len(e.events.reasons) != 5 || e.events.reasons[0] != "DryRun" {
-		t.Errorf("got dry-run metric %d and events %v, want 5 DryRun", e.metrics.dryRun, e.events.reasons)
+	if e.metrics.dryRun != 5 || len(e.events.reasons) != 1 || e.events.reasons[0] != handler.ReasonDryRun ||
+		!strings.HasPrefix(e.events.messages[0], "would terminate 5 of 10 live pods (50%, minimum 0): ns/p") {
+		t.Errorf("got dry-run metric %d and events %v %q, want 5 and one DryRun event naming them", e.metrics.dryRun, e.events.reasons, e.events.messages)
 	}
 }
 
@@ -193,6 +221,24 @@ func TestAnInvalidSpecIsMarkedAndNotRetried(t *testing.T) {
 	}
 }
 
+func TestAProtectedNamespaceIsInvalidAndNeverSearched(t *testing.T) {
+	pt := terminator(30, 0, false)
+	pt.Spec.Namespaces = []string{"kube-system"}
+	e := newEnv(t, pt, 10)
+	e.h.Rules = validation.Rules{Namespace: "kooper-system"}
+	if err := e.handle(t); !controller.IsTerminal(err) {
+		t.Errorf("got %v, want a terminal error", err)
+	}
+	got := e.stored(t)
+	c, ok := status.Get(got.Status.Conditions, chaosv1alpha1.ConditionInvalid)
+	if !ok || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, `"kube-system" is protected`) {
+		t.Errorf("got Invalid condition %+v, want true with the validation message", c)
+	}
+	if len(e.pods.deleted) != 0 {
+		t.Errorf("got %v deleted, want none", e.pods.deleted)
+	}
+}
+
 func TestTheLastTerminatedListKeepsTheNewestTen(t *testing.T) {
 	e := newEnv(t, terminator(100, 0, false), 7)
 	_ = e.handle(t)
@@ -204,5 +250,21 @@ func TestTheLastTerminatedListKeepsTheNewestTen(t *testing.T) {
 	}
 	if pt.Status.TerminatedTotal != 14 || !pt.Status.LastTerminated[0].Time.Time.Equal(e.now) {
 		t.Errorf("got total %d and newest %v, want 14 and the second period first", pt.Status.TerminatedTotal, pt.Status.LastTerminated[0].Time)
+	}
+}
+
+// The cache may hand out a copy older than the operator's own last write: its
+// status says no period ran yet. The claim conflicts and nothing is deleted.
+func TestAStaleCopyTerminatesNothing(t *testing.T) {
+	e := newEnv(t, terminator(30, 0, false), 10)
+	stale := e.stored(t) // before any handling
+	_ = e.handle(t)      // adds the finalizer and runs the first period
+	deleted := len(e.pods.deleted)
+	stale.Finalizers = []string{handler.Finalizer} // only status and resourceVersion are behind
+	if err := e.h.Handle(context.Background(), stale); err != nil {
+		t.Errorf("got %v, want nil: a newer version is queued", err)
+	}
+	if len(e.pods.deleted) != deleted {
+		t.Errorf("got %d more pods deleted from a stale copy, want 0", len(e.pods.deleted)-deleted)
 	}
 }

@@ -1,0 +1,623 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/webhook"
+)
+
+const (
+	crdDir      = "../../../manifests/crds"
+	serviceUser = "system:serviceaccount:kooper-system:pod-terminator"
+)
+
+// The whole operator, run as its ServiceAccount (impersonation) with leader
+// election and the webhook on, against a Deployment whose pods the
+// ReplicaSet controller re-creates.
+func TestThePodTerminatorEndToEnd(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	ctx := context.Background()
+	applyManifests(t)
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	chaosAdmin := versioned.NewForConfigOrDie(cluster.Config())
+	terminators := chaosAdmin.ChaosV1alpha1().PodTerminators()
+
+	// The webhook, registered by URL on 127.0.0.1 with no CA: the operator
+	// generates its certificate and injects the CA, as in a cluster.
+	addr := freeAddr(t)
+	registerWebhook(t, admin, addr)
+
+	ns, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "victims-"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := watchPods(t, admin, ns.Name)
+	createVictims(t, admin, ns.Name, 10)
+	eventually(t, 60*time.Second, "10 victim pods are live", func() bool { return pods.live() == 10 })
+	pods.startCountingMinimum()
+
+	registry := prom.NewRegistry()
+	startOperator(t, operator.Config{
+		REST:     asServiceAccount(),
+		Registry: registry,
+		Webhook:  operator.Webhook{Addr: addr, Hosts: []string{"127.0.0.1"}},
+		Logger:   log.NewStd(t.Output(), log.StdOptions{}),
+	})
+
+	t.Run("invalid objects are refused with clear messages and never handled", func(t *testing.T) {
+		queuedBefore := metricSum(t, registry, "kooper_controller_queued_events_total", nil)
+		valid := func(edit func(*chaosv1alpha1.PodTerminatorSpec)) *chaosv1alpha1.PodTerminator {
+			pt := &chaosv1alpha1.PodTerminator{
+				ObjectMeta: metav1.ObjectMeta{Name: "invalid"},
+				Spec: chaosv1alpha1.PodTerminatorSpec{
+					Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+					TerminationPercent: 30,
+				},
+			}
+			edit(&pt.Spec)
+			return pt
+		}
+		tests := []struct {
+			name string
+			pt   *chaosv1alpha1.PodTerminator
+			want string
+		}{
+			{"empty selector (schema, CEL)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} }),
+				"selector must not be empty: set matchLabels or matchExpressions"},
+			{"percent 0 (schema)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 0 }),
+				"spec.terminationPercent: Invalid value: 0: spec.terminationPercent in body should be greater than or equal to 1"},
+			{"percent 150 (schema)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 150 }),
+				"spec.terminationPercent in body should be less than or equal to 100"},
+			{"negative minimum (schema)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.MinimumInstances = ptr.To[int32](-1) }),
+				"spec.minimumInstances in body should be greater than or equal to 0"},
+			{"kube-system (webhook)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"kube-system"} }),
+				`admission webhook "podterminators.chaos.kooperkit.io" denied the request: invalid PodTerminator: spec.namespaces: "kube-system" is protected`},
+			{"selector by exclusion (webhook)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}}}}
+			}), "matches by exclusion only"},
+			{"the operator's own pods (webhook)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.Selector = metav1.LabelSelector{MatchLabels: operator.DefaultPodLabels}
+			}), "matches the pod-terminator's own pods"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				// Until the API server has the injected CA, webhook calls
+				// fail with a TLS error: wait for the real answer.
+				var err error
+				eventually(t, 20*time.Second, "the API server answers with the check's message", func() bool {
+					_, err = terminators.Create(ctx, tt.pt, metav1.CreateOptions{})
+					return err != nil && strings.Contains(err.Error(), tt.want)
+				})
+				if !apierrors.IsInvalid(err) && !apierrors.IsForbidden(err) && !apierrors.IsBadRequest(err) {
+					t.Errorf("got %v, want a refusal", err)
+				}
+				if _, err := terminators.Get(ctx, tt.pt.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					t.Errorf("got %v reading it, want NotFound", err)
+				}
+			})
+		}
+		t.Run("a risky spec is accepted with a warning", func(t *testing.T) {
+			warnings := &warningRecorder{}
+			cfg := rest.CopyConfig(cluster.Config())
+			cfg.WarningHandler = warnings
+			pt := valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 80 })
+			_, err := versioned.NewForConfigOrDie(cfg).ChaosV1alpha1().PodTerminators().Create(ctx, pt, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := warnings.String(); !strings.Contains(got, "terminationPercent 80 without dryRun terminates most matching pods") {
+				t.Errorf("got warnings %q, want the high-percent warning", got)
+			}
+		})
+		if after := metricSum(t, registry, "kooper_controller_queued_events_total", nil); after != queuedBefore {
+			t.Errorf("the controller queued %v events while only invalid objects were written, want 0", after-queuedBefore)
+		}
+	})
+
+	const name = "victims"
+	var periodsBefore int
+	t.Run("each period terminates what the rule says and never goes below the minimum", func(t *testing.T) {
+		_, err := terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: chaosv1alpha1.PodTerminatorSpec{
+				Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+				Namespaces:         []string{ns.Name},
+				PeriodSeconds:      ptr.To[int32](1),
+				TerminationPercent: 30,
+				MinimumInstances:   ptr.To[int32](8),
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, "12 pods are terminated", func() bool { return pods.deletedCount() >= 12 })
+		pt, err := terminators.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slicesContains(pt.Finalizers, "chaos.kooperkit.io/pod-terminator") {
+			t.Errorf("got finalizers %v, want the operator's", pt.Finalizers)
+		}
+		if c := findCondition(pt.Status.Conditions, chaosv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+			t.Errorf("got conditions %+v, want Ready", pt.Status.Conditions)
+		}
+	})
+
+	t.Run("a spec change (dry run) takes effect from the next period", func(t *testing.T) {
+		changed := updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = true })
+		eventually(t, 10*time.Second, "a DryRun event", func() bool {
+			return len(periodEvents(t, admin, name, "DryRun")) > 0
+		})
+		time.Sleep(2 * time.Second)
+		if late := pods.deletedAfter(changed.Add(time.Second + 500*time.Millisecond)); late > 0 {
+			t.Errorf("got %d pods deleted more than a period after the switch to a dry run, want 0", late)
+		}
+		if got := pods.live(); got != 10 {
+			t.Errorf("got %d live pods during the dry run, want all 10", got)
+		}
+		periodsBefore = len(periodEvents(t, admin, name, "Terminated"))
+	})
+
+	t.Run("events, status and the metric agree with the pods deleted", func(t *testing.T) {
+		var deleted, total, metric, fromEvents, dryRunMetric, dryRunEvents int
+		defer func() {
+			t.Logf("pods deleted %d, status.terminatedTotal %d, metric %d, Events %d (%d periods); dry run: metric %d, Events %d",
+				deleted, total, metric, fromEvents, periodsBefore, dryRunMetric, dryRunEvents)
+		}()
+		eventually(t, 10*time.Second, "the counts agree", func() bool {
+			pt, err := terminators.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted = pods.deletedCount()
+			total = int(pt.Status.TerminatedTotal)
+			metric = int(metricSum(t, registry, "kooper_pod_terminator_terminated_pods_total", map[string]string{"terminator": name, "dry_run": "false"}))
+			dryRunMetric = int(metricSum(t, registry, "kooper_pod_terminator_terminated_pods_total", map[string]string{"terminator": name, "dry_run": "true"}))
+			fromEvents, dryRunEvents = 0, 0
+			for _, e := range periodEvents(t, admin, name, "Terminated") {
+				fromEvents += e.n * e.count
+			}
+			for _, e := range periodEvents(t, admin, name, "DryRun") {
+				dryRunEvents += e.n * e.count
+			}
+			return deleted > 0 && deleted == total && total == metric && metric == fromEvents && dryRunMetric > 0 && dryRunEvents == dryRunMetric
+		})
+		for _, reason := range []string{"Terminated", "DryRun"} {
+			for _, e := range periodEvents(t, admin, name, reason) {
+				if want := chaos.Count(e.live, chaos.Policy{Percent: 30, Minimum: 8}); e.n != want {
+					t.Errorf("%s event %q: %d of %d live, want %d by the rounding rule", reason, e.message, e.n, e.live, want)
+				}
+			}
+		}
+	})
+
+	t.Run("deleting the PodTerminator stops it within one period and removes the finalizer", func(t *testing.T) {
+		updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = false })
+		resumed := pods.deletedCount()
+		eventually(t, 10*time.Second, "terminations resume", func() bool { return pods.deletedCount() > resumed })
+		if err := terminators.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		deletedAt := time.Now()
+		eventually(t, 10*time.Second, "the PodTerminator is gone", func() bool {
+			_, err := terminators.Get(ctx, name, metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		time.Sleep(2 * time.Second)
+		if late := pods.deletedAfter(deletedAt.Add(time.Second + 500*time.Millisecond)); late > 0 {
+			t.Errorf("got %d pods deleted more than a period after the PodTerminator was deleted, want 0", late)
+		}
+	})
+
+	if m := pods.minimum(); m < 8 {
+		t.Errorf("the live victims dropped to %d, want never below the minimum 8", m)
+	} else {
+		t.Logf("fewest live victims seen: %d (minimum 8); pods deleted in total: %d", m, pods.deletedCount())
+	}
+}
+
+// applyManifests applies the CRDs and the RBAC with kubectl, once, and waits
+// until the CRD is served.
+func applyManifests(t *testing.T) {
+	t.Helper()
+	manifestsOnce.Do(func() {
+		for _, dir := range []string{crdDir, rbacDir} {
+			out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
+				"apply", "-R", "-f", dir).CombinedOutput()
+			if err != nil {
+				manifestsErr = fmt.Errorf("kubectl apply -f %s: %w\n%s", dir, err, out)
+				return
+			}
+		}
+		client := versioned.NewForConfigOrDie(cluster.Config())
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, err := client.ChaosV1alpha1().PodTerminators().List(context.Background(), metav1.ListOptions{})
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				manifestsErr = fmt.Errorf("the PodTerminator CRD is not served after 30s: %w", err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	if manifestsErr != nil {
+		t.Fatal(manifestsErr)
+	}
+}
+
+var (
+	manifestsOnce sync.Once
+	manifestsErr  error
+)
+
+// asServiceAccount is the cluster's admin config impersonating the
+// operator's ServiceAccount, with the operator's client rate limits.
+func asServiceAccount() *rest.Config {
+	cfg := rest.CopyConfig(cluster.Config())
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: serviceUser,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kooper-system", "system:authenticated"},
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	return cfg
+}
+
+// startOperator runs the operator until the test ends, and fails the test if
+// it stops on its own or with an error.
+func startOperator(t *testing.T, cfg operator.Config) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- operator.Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("operator.Run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("operator.Run did not return 20s after its context was cancelled")
+		}
+	})
+}
+
+// registerWebhook registers the operator's webhook at https://addr, without
+// a CA bundle, and removes it when the test ends.
+func registerWebhook(t *testing.T, client kubernetes.Interface, addr string) {
+	t.Helper()
+	url := "https://" + addr + webhook.Path
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: operator.DefaultWebhookConfigName},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name:         "podterminators.chaos.kooperkit.io",
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{"chaos.kooperkit.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"podterminators"},
+					Scope: ptr.To(admissionregistrationv1.ClusterScope),
+				},
+			}},
+			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			AdmissionReviewVersions: []string{"v1"},
+			TimeoutSeconds:          ptr.To[int32](5),
+		}},
+	}
+	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Registered after startOperator's cleanup, so it runs first: nothing
+	// should call a webhook that is gone.
+	t.Cleanup(func() {
+		err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
+		if err != nil {
+			t.Errorf("could not remove the webhook configuration: %v", err)
+		}
+	})
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+func createVictims(t *testing.T, client kubernetes.Interface, ns string, replicas int32) {
+	t.Helper()
+	labels := map[string]string{"app": "victim"}
+	_, err := client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "victim"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func updateSpec(t *testing.T, c interface {
+	Get(context.Context, string, metav1.GetOptions) (*chaosv1alpha1.PodTerminator, error)
+	Update(context.Context, *chaosv1alpha1.PodTerminator, metav1.UpdateOptions) (*chaosv1alpha1.PodTerminator, error)
+}, name string, edit func(*chaosv1alpha1.PodTerminatorSpec)) time.Time {
+	t.Helper()
+	for {
+		pt, err := c.Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(&pt.Spec)
+		_, err = c.Update(context.Background(), pt, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) {
+			continue // the operator wrote its finalizer meanwhile
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return time.Now()
+	}
+}
+
+// podWatch follows the pods of a namespace through a watch.
+type podWatch struct {
+	mu       sync.Mutex
+	pods     map[string]bool // name: live
+	deleted  map[string]time.Time
+	counting bool
+	min      int
+}
+
+func watchPods(t *testing.T, client kubernetes.Interface, ns string) *podWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: "app=victim"})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	pw := &podWatch{pods: map[string]bool{}, deleted: map[string]time.Time{}, min: 1 << 30}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if !ok {
+				continue
+			}
+			pw.observe(ev.Type, pod)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		w.Stop()
+		<-done
+	})
+	return pw
+}
+
+func (pw *podWatch) observe(typ watch.EventType, pod *corev1.Pod) {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	gone := typ == watch.Deleted || pod.DeletionTimestamp != nil
+	if gone {
+		if _, seen := pw.deleted[pod.Name]; !seen {
+			pw.deleted[pod.Name] = time.Now()
+		}
+	}
+	if typ == watch.Deleted {
+		delete(pw.pods, pod.Name)
+	} else {
+		pw.pods[pod.Name] = !gone && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+	}
+	if pw.counting {
+		pw.min = min(pw.min, pw.liveLocked())
+	}
+}
+
+func (pw *podWatch) liveLocked() int {
+	n := 0
+	for _, live := range pw.pods {
+		if live {
+			n++
+		}
+	}
+	return n
+}
+
+func (pw *podWatch) live() int {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.liveLocked()
+}
+
+// startCountingMinimum starts tracking the fewest live pods, from now.
+func (pw *podWatch) startCountingMinimum() {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	pw.counting = true
+	pw.min = pw.liveLocked()
+}
+
+func (pw *podWatch) minimum() int {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return pw.min
+}
+
+func (pw *podWatch) deletedCount() int {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	return len(pw.deleted)
+}
+
+func (pw *podWatch) deletedAfter(t time.Time) int {
+	pw.mu.Lock()
+	defer pw.mu.Unlock()
+	n := 0
+	for _, at := range pw.deleted {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
+// periodEvent is one Event the operator recorded for a period.
+type periodEvent struct {
+	message string
+	n, live int
+	count   int
+}
+
+var periodMessage = regexp.MustCompile(`^(?:terminated|would terminate) (\d+) of (\d+) live pods \(\d+%, minimum \d+\): `)
+
+// periodEvents lists the Events about the PodTerminator name with reason.
+func periodEvents(t *testing.T, client kubernetes.Interface, name, reason string) []periodEvent {
+	t.Helper()
+	list, err := client.CoreV1().Events(metav1.NamespaceDefault).List(context.Background(), metav1.ListOptions{
+		FieldSelector: "involvedObject.kind=PodTerminator,involvedObject.name=" + name + ",reason=" + reason,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []periodEvent
+	for _, e := range list.Items {
+		m := periodMessage.FindStringSubmatch(e.Message)
+		if m == nil {
+			t.Fatalf("got %s event %q, want the period message format", reason, e.Message)
+		}
+		n, _ := strconv.Atoi(m[1])
+		live, _ := strconv.Atoi(m[2])
+		out = append(out, periodEvent{message: e.Message, n: n, live: live, count: int(e.Count)})
+	}
+	return out
+}
+
+// metricSum adds the values of every series of family name whose labels
+// include want.
+func metricSum(t *testing.T, g prom.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if got[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
+type warningRecorder struct {
+	mu       sync.Mutex
+	messages []string
+}
+
+func (w *warningRecorder) HandleWarningHeader(_ int, _ string, message string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.messages = append(w.messages, message)
+}
+
+func (w *warningRecorder) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.messages, "\n")
+}
+
+func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// eventually polls cond every 50ms until it holds, or fails the test after
+// timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

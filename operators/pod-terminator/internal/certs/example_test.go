@@ -1,0 +1,63 @@
+package certs_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"fmt"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
+)
+
+// At startup, every replica gets the same serving certificate from the
+// Secret, and the webhook configuration trusts its CA.
+func ExampleEnsure() {
+	ctx := context.Background()
+	// In the operator: kubernetes.NewForConfig, and the webhook
+	// configuration comes from the manifests.
+	client := fake.NewClientset(&admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "pod-terminator"},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "podterminators.pod-terminator.kooper.dev"}},
+	})
+
+	cert, caBundle, err := certs.Ensure(ctx, certs.Options{
+		Client:            client,
+		Namespace:         "kooper-system",
+		SecretName:        "pod-terminator-webhook-tls",
+		Hosts:             []string{"pod-terminator-webhook.kooper-system.svc"},
+		WebhookConfigName: "pod-terminator",
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
+	// cfg goes to the webhook's http.Server.TLSConfig.
+
+	webhooks, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "pod-terminator", metav1.GetOptions{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("serving", cfg.Certificates[0].Leaf.DNSNames)
+	fmt.Println("webhook trusts the ca:", bytes.Equal(webhooks.Webhooks[0].ClientConfig.CABundle, caBundle))
+	// Output:
+	// serving [pod-terminator-webhook.kooper-system.svc]
+	// webhook trusts the ca: true
+}
+
+// With cert-manager, the Certificate's Secret is mounted as files; every
+// handshake gets the current pair, reloaded when cert-manager rotates it.
+func ExampleFileLoader() {
+	loader, err := certs.NewFileLoader("/tls/tls.crt", "/tls/tls.key")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	cfg := &tls.Config{GetCertificate: loader.GetCertificate, MinVersion: tls.VersionTLS12}
+	_ = cfg // cfg goes to the webhook's http.Server.TLSConfig.
+}

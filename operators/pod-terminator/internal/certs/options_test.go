@@ -1,0 +1,45 @@
+package certs_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
+)
+
+func TestEnsureRejectsInvalidOptions(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(*certs.Options)
+		wantErr string
+	}{
+		{name: "no client", change: func(o *certs.Options) { o.Client = nil }, wantErr: "client is required"},
+		{name: "no namespace", change: func(o *certs.Options) { o.Namespace = "" }, wantErr: "namespace is required"},
+		{name: "no secret name", change: func(o *certs.Options) { o.SecretName = "" }, wantErr: "secret name is required"},
+		{name: "no hosts", change: func(o *certs.Options) { o.Hosts = nil }, wantErr: "at least one host is required"},
+		{name: "an empty host", change: func(o *certs.Options) { o.Hosts = []string{serviceHost, ""} }, wantErr: "host 1 is empty"},
+		{name: "a negative validity", change: func(o *certs.Options) { o.Validity = -time.Hour }, wantErr: "validity -1h0m0s is negative"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			opts := options(client)
+			tt.change(&opts)
+			_, _, err := certs.Ensure(context.Background(), opts)
+			if !errors.Is(err, certs.ErrInvalidOptions) {
+				t.Fatalf("got error %v, want one wrapping ErrInvalidOptions", err)
+			}
+			if !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("got error %q, want one containing %q", err, tt.wantErr)
+			}
+			if got := len(client.Actions()); got != 0 {
+				t.Errorf("got %d API calls, want 0", got)
+			}
+		})
+	}
+}

@@ -1,0 +1,370 @@
+// Package operator wires the pod-terminator together: clients, the
+// PodTerminator controller and its handler, Events, metrics, the health and
+// metrics endpoints, the admission webhook and leader election. cmd/ turns
+// flags into a Config and calls Run; tests call Run the same way against a
+// local control plane.
+package operator
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
+	"github.com/kooperkit/kooper/kooper/event"
+	"github.com/kooperkit/kooper/kooper/log"
+	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/handler"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/kube"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/webhook"
+)
+
+// Defaults, shared with cmd/ and the manifests in manifests/pod-terminator.
+const (
+	DefaultName              = "pod-terminator"
+	DefaultNamespace         = "kooper-system"
+	DefaultWebhookService    = "pod-terminator-webhook"
+	DefaultWebhookSecret     = "pod-terminator-webhook-tls"
+	DefaultWebhookConfigName = "kooper-pod-terminator"
+)
+
+// DefaultPodLabels are the labels of the operator's own pods in the
+// Deployment manifest.
+var DefaultPodLabels = map[string]string{"app.kubernetes.io/name": "pod-terminator"}
+
+// ErrInvalidConfig is wrapped by Run's errors about its Config.
+var ErrInvalidConfig = errors.New("invalid pod-terminator config")
+
+// Config configures the operator.
+type Config struct {
+	// REST reaches the API server, with the QPS and burst to use. Required.
+	REST *rest.Config
+	// Name is the operator's name: the Events' source, the Lease's name,
+	// the controller's name in logs and metrics. Default DefaultName.
+	Name string
+	// Namespace is the operator's own: it holds the Lease and the webhook's
+	// certificate Secret, and no PodTerminator may target it. Default
+	// DefaultNamespace.
+	Namespace string
+	// PodLabels are the labels of the operator's pods: a PodTerminator
+	// selecting them is refused. Default DefaultPodLabels.
+	PodLabels map[string]string
+
+	// HTTPAddr serves /metrics, /healthz and /readyz. Empty: not served.
+	HTTPAddr string
+	// DisableLeaderElection runs the controller without holding the Lease:
+	// for a single replica only.
+	DisableLeaderElection bool
+	// DryRunAll makes every PodTerminator a dry run.
+	DryRunAll bool
+	// Webhook configures the admission webhook server.
+	Webhook Webhook
+
+	// Logger receives the operator's logs. Default log.Noop.
+	Logger log.Logger
+	// Registry receives the metrics. Default: a new registry.
+	Registry *prom.Registry
+}
+
+// Webhook configures the admission webhook server. It runs in every replica,
+// leader or not: the Service spreads the API server's calls over them.
+type Webhook struct {
+	// Addr is the HTTPS address, e.g. ":9443". Empty: no webhook server.
+	Addr string
+	// CertDir holds tls.crt and tls.key, e.g. a cert-manager Secret mounted
+	// as files; they are reloaded when they change. Empty: a self-signed
+	// certificate kept in the Secret SecretName, whose CA is injected into
+	// the ValidatingWebhookConfiguration ConfigName.
+	CertDir string
+	// Hosts the self-signed certificate covers. Default the Service's name
+	// "<DefaultWebhookService>.<Namespace>.svc".
+	Hosts []string
+	// SecretName holds the self-signed certificate. Default
+	// DefaultWebhookSecret.
+	SecretName string
+	// ConfigName is the ValidatingWebhookConfiguration that gets the
+	// self-signed CA. Default DefaultWebhookConfigName.
+	ConfigName string
+}
+
+func (c *Config) defaults() {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.PodLabels == nil {
+		c.PodLabels = DefaultPodLabels
+	}
+	if c.Logger == nil {
+		c.Logger = log.Noop
+	}
+	if c.Registry == nil {
+		c.Registry = prom.NewRegistry()
+	}
+	w := &c.Webhook
+	if len(w.Hosts) == 0 {
+		w.Hosts = []string{DefaultWebhookService + "." + c.Namespace + ".svc"}
+	}
+	if w.SecretName == "" {
+		w.SecretName = DefaultWebhookSecret
+	}
+	if w.ConfigName == "" {
+		w.ConfigName = DefaultWebhookConfigName
+	}
+}
+
+// Run runs the operator until ctx is done, then stops everything it started
+// and returns. It returns an error if anything fails to start, or
+// leaderelection.ErrLeaseLost if the replica lost the Lease: exit, and be
+// restarted as a standby.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	if cfg.REST == nil {
+		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
+	}
+	kubeClient, err := kubernetes.NewForConfig(cfg.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the Kubernetes client: %w", err)
+	}
+	chaosClient, err := versioned.NewForConfig(cfg.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the chaos client: %w", err)
+	}
+	logger := cfg.Logger
+
+	// Metrics: the library's controller metrics, the operator's own, and
+	// the Go runtime and process.
+	metrics, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return err
+	}
+	recorder, err := kooperprom.New(cfg.Registry, kooperprom.Options{})
+	if err != nil {
+		return fmt.Errorf("could not register the controller metrics: %w", err)
+	}
+	leader := &leaderStatus{next: recorder}
+
+	// Events about PodTerminators, one per period: allow one per second per
+	// object, and never fold them, so each keeps the pods it names.
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), chaosv1alpha1.AddToScheme(scheme)); err != nil {
+		return fmt.Errorf("could not build the scheme: %w", err)
+	}
+	events, err := event.New(event.Config{
+		Client: kubeClient, Component: cfg.Name, Scheme: scheme,
+		Correlator: record.CorrelatorOptions{BurstSize: 60, QPS: 1, MaxEvents: 1 << 30},
+	})
+	if err != nil {
+		return err
+	}
+	defer events.Shutdown()
+
+	rules := validation.Rules{Namespace: cfg.Namespace, PodLabels: cfg.PodLabels}
+	pods := kube.Pods{Client: kubeClient}
+	h := &handler.Handler{
+		Client:     chaosClient,
+		Terminator: &chaos.Terminator{Pods: pods, Deleter: pods},
+		Events:     events,
+		Metrics:    metrics,
+		Rules:      rules,
+		DryRunAll:  cfg.DryRunAll,
+	}
+	terminators := chaosClient.ChaosV1alpha1().PodTerminators()
+	ctrl, err := controller.New(controller.Config{
+		Name:            cfg.Name,
+		Handler:         h.New(),
+		Retriever:       controller.NewRetriever(chaosClient, terminators.List, terminators.Watch),
+		Logger:          logger,
+		MetricsRecorder: recorder,
+	})
+	if err != nil {
+		return err
+	}
+	run := ctrl.Run
+	if !cfg.DisableLeaderElection {
+		runner, err := leaderelection.New(leaderelection.Config{
+			Name:      cfg.Name,
+			Namespace: cfg.Namespace,
+			Client:    kubeClient.CoordinationV1(),
+			Logger:    logger,
+			Recorder:  leader,
+		}, ctrl)
+		if err != nil {
+			return err
+		}
+		run = runner.Run
+	}
+
+	// Servers run until the controller returns, then are shut down.
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	if cfg.Webhook.Addr != "" {
+		s, err := startWebhook(ctx, cfg, kubeClient, rules)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		logger.Info("serving the admission webhook", "addr", s.addr, "path", webhook.Path)
+	}
+	if cfg.HTTPAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
+		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+			// A leader is ready once its cache is filled; a standby is
+			// ready at once: it can take over.
+			switch {
+			case ctrl.HasSynced():
+				fmt.Fprintln(w, "ok: leading, cache synced")
+			case !cfg.DisableLeaderElection && !leader.leading.Load():
+				fmt.Fprintln(w, "ok: standby")
+			default:
+				http.Error(w, "cache not synced yet", http.StatusServiceUnavailable)
+			}
+		})
+		s, err := serve(cfg.HTTPAddr, mux, nil, logger)
+		if err != nil {
+			return err
+		}
+		servers = append(servers, s)
+		logger.Info("serving metrics and health", "addr", s.addr)
+	}
+
+	logger.Info("pod-terminator starting", "namespace", cfg.Namespace, "leaderElection", !cfg.DisableLeaderElection, "dryRunAll", cfg.DryRunAll)
+	return run(ctx)
+}
+
+// startWebhook serves the webhook over TLS, with a certificate from files or
+// a self-signed one shared through a Secret.
+func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, rules validation.Rules) (*server, error) {
+	wh, err := webhook.New(rules, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if cfg.Webhook.CertDir != "" {
+		loader, err := certs.NewFileLoader(cfg.Webhook.CertDir+"/tls.crt", cfg.Webhook.CertDir+"/tls.key")
+		if err != nil {
+			return nil, err
+		}
+		tlsConfig.GetCertificate = loader.GetCertificate
+	} else {
+		cert, _, err := certs.Ensure(ctx, certs.Options{
+			Client:            client,
+			Namespace:         cfg.Namespace,
+			SecretName:        cfg.Webhook.SecretName,
+			Hosts:             cfg.Webhook.Hosts,
+			WebhookConfigName: cfg.Webhook.ConfigName,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("could not set up the webhook's certificate: %w", err)
+		}
+		tlsConfig.Certificates = []tls.Certificate{*cert}
+	}
+	mux := http.NewServeMux()
+	mux.Handle(webhook.Path, wh)
+	return serve(cfg.Webhook.Addr, mux, tlsConfig, cfg.Logger)
+}
+
+// server is an HTTP(S) server started by serve.
+type server struct {
+	addr string
+	srv  *http.Server
+	done chan struct{}
+}
+
+func serve(addr string, h http.Handler, tlsConfig *tls.Config, logger log.Logger) (*server, error) {
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("could not listen on %s: %w", addr, err)
+	}
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
+	}
+	s := &server{
+		addr: l.Addr().String(),
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		done: make(chan struct{}),
+	}
+	go func() {
+		defer close(s.done)
+		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("server stopped", "addr", s.addr, log.KeyErr, err)
+		}
+	}()
+	return s, nil
+}
+
+func (s *server) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.srv.Shutdown(ctx)
+	<-s.done
+}
+
+// leaderStatus remembers whether this replica leads, for /readyz, and
+// passes the status on to the metrics.
+type leaderStatus struct {
+	next    leaderelection.Recorder
+	leading atomic.Bool
+}
+
+func (l *leaderStatus) SetLeader(name string, leading bool) {
+	l.leading.Store(leading)
+	l.next.SetLeader(name, leading)
+}
+
+// metrics are the operator's own metrics.
+type metrics struct {
+	terminated *prom.CounterVec
+}
+
+// newMetrics registers the operator's metrics and the Go and process
+// collectors on reg.
+func newMetrics(reg prom.Registerer) (*metrics, error) {
+	m := &metrics{terminated: prom.NewCounterVec(prom.CounterOpts{
+		Name: "kooper_pod_terminator_terminated_pods_total",
+		Help: "Pods terminated (dry_run=\"false\") or chosen in a dry run (dry_run=\"true\"), by PodTerminator.",
+	}, []string{"terminator", "dry_run"})}
+	for _, c := range []prom.Collector{
+		m.terminated,
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("could not register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// AddTerminated implements handler.Metrics.
+func (m *metrics) AddTerminated(terminator string, dryRun bool, n int) {
+	m.terminated.WithLabelValues(terminator, fmt.Sprint(dryRun)).Add(float64(n))
+}

@@ -1,0 +1,169 @@
+package validation_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
+)
+
+var rules = validation.Rules{
+	Namespace: "kooper-system",
+	PodLabels: map[string]string{"app.kubernetes.io/name": "pod-terminator"},
+}
+
+// valid returns a spec every check accepts, changed by edit.
+func valid(edit func(*chaosv1alpha1.PodTerminatorSpec)) *chaosv1alpha1.PodTerminatorSpec {
+	s := &chaosv1alpha1.PodTerminatorSpec{
+		Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+		Namespaces:         []string{"shop"},
+		PeriodSeconds:      ptr.To[int32](60),
+		TerminationPercent: 30,
+		MinimumInstances:   ptr.To[int32](1),
+	}
+	if edit != nil {
+		edit(s)
+	}
+	return s
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name         string
+		spec         *chaosv1alpha1.PodTerminatorSpec
+		wantErr      []string // substrings of the error; nil: valid
+		wantWarnings []string // substrings, one per warning
+	}{
+		{name: "a plain spec is valid", spec: valid(nil)},
+		{name: "every namespace is allowed", spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = nil })},
+		{
+			name: "an In expression is a positive selector",
+			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}},
+					{Key: "canary", Operator: metav1.LabelSelectorOpDoesNotExist},
+				}}
+			}),
+		},
+		{
+			name:    "an empty selector",
+			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} }),
+			wantErr: []string{"spec.selector must not be empty"},
+		},
+		{
+			name: "a selector by exclusion only",
+			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}},
+				}}
+			}),
+			wantErr: []string{`spec.selector "app notin (db)" matches by exclusion only`},
+		},
+		{
+			name: "a malformed label value",
+			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.Selector.MatchLabels = map[string]string{"app": "no spaces"}
+			}),
+			wantErr: []string{"spec.selector is not a valid label selector"},
+		},
+		{
+			name: "a selector matching the operator's own pods",
+			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.Selector.MatchLabels = map[string]string{"app.kubernetes.io/name": "pod-terminator"}
+				s.Namespaces = nil
+			}),
+			wantErr: []string{"matches the pod-terminator's own pods"},
+		},
+		{
+			name:    "kube-system",
+			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"shop", "kube-system"} }),
+			wantErr: []string{`spec.namespaces: "kube-system" is protected: the pod-terminator never terminates pods in kooper-system, kube-node-lease, kube-public, kube-system`},
+		},
+		{
+			name:    "the operator's namespace",
+			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"kooper-system"} }),
+			wantErr: []string{`"kooper-system" is protected`},
+		},
+		{
+			name:    "a namespace that cannot exist",
+			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"Shop_1"} }),
+			wantErr: []string{`spec.namespaces: "Shop_1" is not a namespace name`},
+		},
+		{
+			name: "every schema rule at once, listed together",
+			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.TerminationPercent = 150
+				s.PeriodSeconds = ptr.To[int32](0)
+				s.MinimumInstances = ptr.To[int32](-1)
+			}),
+			wantErr: []string{
+				"spec.terminationPercent must be between 1 and 100, got 150",
+				"spec.periodSeconds must be 1 or more, got 0",
+				"spec.minimumInstances must be 0 or more, got -1",
+			},
+		},
+		{
+			name: "defaults not applied",
+			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.PeriodSeconds, s.MinimumInstances = nil, nil
+			}),
+			wantErr: []string{"spec.periodSeconds is unset", "spec.minimumInstances is unset", "manifests/crds"},
+		},
+		{
+			name:         "a high percent without dry run warns",
+			spec:         valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 80 }),
+			wantWarnings: []string{"terminationPercent 80 without dryRun"},
+		},
+		{
+			name:         "no survivors without dry run warns",
+			spec:         valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.MinimumInstances = ptr.To[int32](0) }),
+			wantWarnings: []string{"minimumInstances 0 without dryRun"},
+		},
+		{
+			name: "a dry run does not warn",
+			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+				s.TerminationPercent, s.MinimumInstances, s.DryRun = 100, ptr.To[int32](0), true
+			}),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			warnings, err := validation.Validate(tt.spec, rules)
+			switch {
+			case tt.wantErr == nil && err != nil:
+				t.Fatalf("got error %v, want nil", err)
+			case tt.wantErr != nil && err == nil:
+				t.Fatalf("got no error, want one saying %q", tt.wantErr)
+			case err != nil:
+				if !errors.Is(err, validation.ErrInvalid) {
+					t.Errorf("got error %v, want it to wrap ErrInvalid", err)
+				}
+				for _, want := range tt.wantErr {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("got error %q, want it to say %q", err, want)
+					}
+				}
+			}
+			if len(warnings) != len(tt.wantWarnings) {
+				t.Fatalf("got warnings %q, want %d like %q", warnings, len(tt.wantWarnings), tt.wantWarnings)
+			}
+			for i, want := range tt.wantWarnings {
+				if !strings.Contains(warnings[i], want) {
+					t.Errorf("got warning %q, want it to say %q", warnings[i], want)
+				}
+			}
+		})
+	}
+}
+
+func TestProtectedAlwaysHoldsTheSystemNamespaces(t *testing.T) {
+	got := validation.Rules{}.Protected()
+	if strings.Join(got, ",") != "kube-node-lease,kube-public,kube-system" {
+		t.Errorf("got %q, want the three system namespaces", got)
+	}
+}
