@@ -64,6 +64,13 @@ type Config struct {
 	// its own deep copy. Only for handlers that never mutate the object: a
 	// mutation corrupts the cache shared by every later handling.
 	DisableDeepCopy bool
+	// HandleDeleted also calls the handler once for each object deleted
+	// from the cache, with a *Deleted holding its last known state. It is
+	// for controllers of child objects: owner.Middleware turns a deleted
+	// child into a handling of its live owner, which re-creates it. A
+	// primary handler needs no delete event (finalizers and owner
+	// references clean up) and keeps the default, false.
+	HandleDeleted bool
 
 	// Logger receives the controller's logs. Default log.Noop.
 	Logger log.Logger

@@ -25,6 +25,9 @@ type Controller struct {
 	log     log.Logger
 	ran     atomic.Bool
 	synced  atomic.Bool
+	// deleted holds the last state of deleted objects until their key is
+	// handled, with Config.HandleDeleted.
+	deleted sync.Map
 }
 
 // New validates cfg, applies its defaults and returns a Controller ready to
@@ -86,8 +89,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.enqueue(queue, obj) },
 		UpdateFunc: func(_, obj any) { c.enqueue(queue, obj) },
-		// No DeleteFunc: a deleted object has no state left to handle.
-		// Finalizers and owner references do the cleaning (see the package doc).
+		// No delete event by default: a deleted object has no state left to
+		// handle; finalizers and owner references do the cleaning (see the
+		// package doc). Controllers of children opt in (HandleDeleted).
+		DeleteFunc: func(obj any) {
+			if c.cfg.HandleDeleted {
+				c.enqueueDeleted(queue, obj)
+			}
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("could not register the event handler: %w", err)
@@ -150,6 +159,25 @@ func (c *Controller) enqueue(queue workqueue.TypedRateLimitingInterface[string],
 	queue.Add(key)
 }
 
+// enqueueDeleted remembers a deleted object's last state and queues its key.
+func (c *Controller) enqueueDeleted(queue workqueue.TypedRateLimitingInterface[string], obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	ro, ok := obj.(runtime.Object)
+	if !ok {
+		return
+	}
+	key, err := cache.MetaNamespaceKeyFunc(obj)
+	if err != nil {
+		c.log.Warn("could not compute an object key", log.KeyErr, err)
+		return
+	}
+	c.deleted.Store(key, &Deleted{Object: ro})
+	c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, false)
+	queue.Add(key)
+}
+
 // worker handles keys until the queue shuts down. The workqueue never gives
 // a key to a worker while another worker still holds it (between Get and
 // Done), so one object is never handled concurrently.
@@ -171,6 +199,21 @@ func (c *Controller) worker(ctx context.Context, id int, store cache.Indexer, qu
 // handler, and decide what happens to the key next.
 func (c *Controller) process(ctx context.Context, logger log.Logger, key string, store cache.Indexer, queue workqueue.TypedRateLimitingInterface[string]) {
 	item, exists, err := store.GetByKey(key)
+	var tomb any
+	switch {
+	case exists:
+		c.deleted.Delete(key) // deleted and created again: handle the new one
+	case c.cfg.HandleDeleted:
+		if tomb, exists = c.deleted.Load(key); exists {
+			item = tomb
+			// Forgotten once handled, kept while it is retried.
+			defer func() {
+				if queue.NumRequeues(key) == 0 {
+					c.deleted.CompareAndDelete(key, tomb)
+				}
+			}()
+		}
+	}
 	if err != nil || !exists {
 		// Deleted since it was queued: nothing to handle.
 		queue.Forget(key)

@@ -3,9 +3,9 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"os"
 	"os/signal"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -49,9 +49,11 @@
 // A child without a controller reference to the owner kind is ignored, and
 // so is one whose owner is gone or was re-created with the same name (a
 // different UID is a different object): the garbage collector removes such
-// children. The deletion of a child itself is not seen (Kooper has no delete
-// event); the owner is handled again at its next change or resync and
-// re-creates what is missing.
+// children. A child's deletion is seen when the child controller sets
+// controller.Config.HandleDeleted: the deleted child's last state reaches
+// Middleware as a *controller.Deleted, and its owner, still alive, is handled
+// and re-creates it. Without it, the owner is handled again only at its next
+// change or resync.
 //
 // The two controllers have separate queues, so the handler may run for the
 // same owner in both at once, and a burst of child changes handles the

@@ -51,7 +51,7 @@ func Middleware(owner schema.GroupKind, get Getter) controller.Middleware {
 	}
 }
 
-// Handle finds obj's controller owner reference of the configured kind and
+// Handle finds obj's (or a *controller.Deleted's object's) controller owner reference of the configured kind and
 // calls the next handler with a deep copy of that owner. It returns nil
 // without calling it when obj has no such reference, when the owner is not
 // found, and when the owner found has another UID than the reference (it
@@ -61,6 +61,9 @@ func Middleware(owner schema.GroupKind, get Getter) controller.Middleware {
 func (h *Handler) Handle(ctx context.Context, obj runtime.Object) error {
 	if h.get == nil || h.next == nil {
 		return controller.Terminal(errors.New("owner handler needs a getter and a next handler"))
+	}
+	if d, ok := obj.(*controller.Deleted); ok {
+		obj = d.Object // a deleted child: its owner re-creates it
 	}
 	child, err := meta.Accessor(obj)
 	if err != nil {

@@ -78,6 +78,12 @@ func TestHandler(t *testing.T) {
 			wantGets:  []string{"ns/web"},
 		},
 		{
+			name:      "a deleted owned object calls next with its live owner",
+			obj:       &controller.Deleted{Object: child(controllerRef("Deployment", "web", "web-uid"))},
+			wantOwner: "web",
+			wantGets:  []string{"ns/web"},
+		},
+		{
 			name: "an owner referenced with another version is still found",
 			obj: child(metav1.OwnerReference{APIVersion: "apps/v1beta2", Kind: "Deployment", Name: "web", UID: "web-uid",
 				Controller: ptr.To(true)}),
