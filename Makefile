@@ -14,7 +14,7 @@ GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golan
 # Dockerfile, and stamped with VERSION (their -version flag prints it).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
-COMMANDS := ./examples/pod-logger ./operators/pod-terminator/cmd/pod-terminator
+COMMANDS := ./examples/pod-logger ./operators/pod-terminator/cmd/pod-terminator ./operators/multi-resource/cmd/multi-resource
 
 .PHONY: help
 help: ## List the targets.

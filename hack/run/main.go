@@ -34,6 +34,7 @@ import (
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
@@ -44,6 +45,7 @@ var programs = []program{
 	// One replica: no leader election. The webhook needs a Service or a URL
 	// the API server can reach over TLS; the tests cover it, the demo skips it.
 	{name: "pod-terminator", args: []string{"-http-addr", "127.0.0.1:8081", "-leader-elect=false", "-webhook-addr=", "-namespace", "kooper-system"}},
+	{name: "multi-resource", args: []string{"-http-addr", "127.0.0.1:8082", "-leader-elect=false"}},
 }
 
 type program struct {
@@ -213,7 +215,47 @@ func demo(ctx context.Context, client kubernetes.Interface, chaosClient versione
 		return fmt.Errorf("could not create the demo PodTerminator: %w", err)
 	}
 	say("created PodTerminator %s: every 5s, 40%% of kooper-demo's app=victim pods, never fewer than 3 left", demoTerminator)
-	return nil
+
+	tn := &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: demoTenant},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Admins:           []tenancyv1alpha1.Admin{{Kind: "User", Name: "alice"}, {Kind: "Group", Name: "demo-devs"}},
+			NetworkIsolation: true,
+		},
+	}
+	if _, err := chaosClient.TenancyV1alpha1().Tenants().Create(ctx, tn, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("could not create the demo Tenant: %w", err)
+	}
+	say("created Tenant %s: the multi-resource operator makes namespace tenant-%s with a quota, limits, a RoleBinding and a NetworkPolicy", demoTenant, demoTenant)
+	return showTenant(ctx, chaosClient, say)
+}
+
+// demoTenant is the Tenant the demo creates.
+const demoTenant = "demo"
+
+// showTenant waits until the demo Tenant is Ready and prints its children.
+func showTenant(ctx context.Context, client versioned.Interface, say func(string, ...any)) error {
+	for {
+		tn, err := client.TenancyV1alpha1().Tenants().Get(ctx, demoTenant, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("could not read the demo Tenant: %w", err)
+		}
+		for _, c := range tn.Status.Conditions {
+			if c.Type == tenancyv1alpha1.ConditionReady && c.Status == metav1.ConditionTrue && c.ObservedGeneration == tn.Generation {
+				var names []string
+				for _, ch := range tn.Status.Children {
+					names = append(names, ch.Kind+" "+ch.Name)
+				}
+				say("Tenant %s is Ready: %s", demoTenant, strings.Join(names, ", "))
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 // removeDemo deletes the demo PodTerminator and waits until its operator has
@@ -222,6 +264,9 @@ func removeDemo(chaosClient versioned.Interface, say func(string, ...any)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	pts := chaosClient.ChaosV1alpha1().PodTerminators()
+	// The Tenant has no finalizer: the garbage collector deletes its
+	// namespace after it, with or without the operator.
+	_ = chaosClient.TenancyV1alpha1().Tenants().Delete(ctx, demoTenant, metav1.DeleteOptions{})
 	if err := pts.Delete(ctx, demoTerminator, metav1.DeleteOptions{}); err != nil {
 		return // never created, or the cluster is gone
 	}

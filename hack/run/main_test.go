@@ -35,7 +35,7 @@ func (s *syncBuffer) String() string {
 // programs and the demo, and stops cleanly.
 func TestMakeRunShowsTheSampleProgramsAtWork(t *testing.T) {
 	root, _ := filepath.Abs("../..")
-	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger", "pod-terminator"} {
+	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger", "pod-terminator", "multi-resource"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("bin/%s is missing: make test builds it (make controlplane WITH_KWOK=1 build)", bin)
@@ -54,6 +54,7 @@ func TestMakeRunShowsTheSampleProgramsAtWork(t *testing.T) {
 		regexp.MustCompile(`scaled kooper-demo/victim to 5 replicas`),
 		regexp.MustCompile(`\[events\] PodTerminator kooper-demo-victims: Terminated terminated [12] of [45] live pods \(40%, minimum 3\): kooper-demo/victim-`),
 		regexp.MustCompile(`deleted PodTerminator kooper-demo-victims`),
+		regexp.MustCompile(`Tenant demo is Ready: Namespace tenant-demo, ResourceQuota tenant-quota, LimitRange tenant-limits, RoleBinding tenant-admins, NetworkPolicy tenant-default-deny`),
 		regexp.MustCompile(`stopping the local control plane`),
 	} {
 		if !want.MatchString(got) {

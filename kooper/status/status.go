@@ -51,3 +51,19 @@ func IsTrueFor(conds []metav1.Condition, condType string, generation int64) bool
 	c, ok := Get(conds, condType)
 	return ok && c.Status == metav1.ConditionTrue && c.ObservedGeneration >= generation
 }
+
+// Equal reports whether a and b hold the same conditions in the same order,
+// ignoring LastTransitionTime: a handler compares the status it computed
+// with the one it read to skip a write that would change nothing but times.
+func Equal(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
+			return false
+		}
+	}
+	return true
+}

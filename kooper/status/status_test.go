@@ -163,3 +163,28 @@ func TestPredicates(t *testing.T) {
 		})
 	}
 }
+
+func TestEqual(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	a := []metav1.Condition{ready(metav1.ConditionTrue, "Reconciled", 1, now)}
+	tests := []struct {
+		name string
+		b    []metav1.Condition
+		want bool
+	}{
+		{"the same", []metav1.Condition{ready(metav1.ConditionTrue, "Reconciled", 1, now)}, true},
+		{"another transition time only", []metav1.Condition{ready(metav1.ConditionTrue, "Reconciled", 1, now.Add(time.Hour))}, true},
+		{"another status", []metav1.Condition{ready(metav1.ConditionFalse, "Reconciled", 1, now)}, false},
+		{"another reason", []metav1.Condition{ready(metav1.ConditionTrue, "Failed", 1, now)}, false},
+		{"another generation", []metav1.Condition{ready(metav1.ConditionTrue, "Reconciled", 2, now)}, false},
+		{"one more", append([]metav1.Condition{ready(metav1.ConditionTrue, "Reconciled", 1, now)}, metav1.Condition{Type: "Invalid"}), false},
+		{"none", nil, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := status.Equal(a, tt.b); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -2,10 +2,7 @@ package integration_test
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -28,15 +25,13 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/webhook"
 )
 
-const (
-	crdDir      = "../../../manifests/crds"
-	serviceUser = "system:serviceaccount:kooper-system:pod-terminator"
-)
+const crdDir = "../../../manifests/crds"
 
 // The whole operator, run as its ServiceAccount (impersonation) with leader
 // election and the webhook on, against a Deployment whose pods the
@@ -62,19 +57,20 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	}
 	pods := watchPods(t, admin, ns.Name)
 	createVictims(t, admin, ns.Name, 10)
-	eventually(t, 60*time.Second, "10 victim pods are live", func() bool { return pods.live() == 10 })
+	e2etest.Eventually(t, 60*time.Second, "10 victim pods are live", func() bool { return pods.live() == 10 })
 	pods.startCountingMinimum()
 
 	registry := prom.NewRegistry()
-	startOperator(t, operator.Config{
-		REST:     asServiceAccount(),
+	cfg := operator.Config{
+		REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100), // the command's defaults
 		Registry: registry,
 		Webhook:  operator.Webhook{Addr: addr, Hosts: []string{"127.0.0.1"}},
 		Logger:   log.NewStd(t.Output(), log.StdOptions{}),
-	})
+	}
+	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
 
 	t.Run("invalid objects are refused with clear messages and never handled", func(t *testing.T) {
-		queuedBefore := metricSum(t, registry, "kooper_controller_queued_events_total", nil)
+		queuedBefore := e2etest.Metric(t, registry, "kooper_controller_queued_events_total", nil)
 		valid := func(edit func(*chaosv1alpha1.PodTerminatorSpec)) *chaosv1alpha1.PodTerminator {
 			pt := &chaosv1alpha1.PodTerminator{
 				ObjectMeta: metav1.ObjectMeta{Name: "invalid"},
@@ -113,7 +109,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 				// Until the API server has the injected CA, webhook calls
 				// fail with a TLS error: wait for the real answer.
 				var err error
-				eventually(t, 20*time.Second, "the API server answers with the check's message", func() bool {
+				e2etest.Eventually(t, 20*time.Second, "the API server answers with the check's message", func() bool {
 					_, err = terminators.Create(ctx, tt.pt, metav1.CreateOptions{})
 					return err != nil && strings.Contains(err.Error(), tt.want)
 				})
@@ -138,7 +134,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 				t.Errorf("got warnings %q, want the high-percent warning", got)
 			}
 		})
-		if after := metricSum(t, registry, "kooper_controller_queued_events_total", nil); after != queuedBefore {
+		if after := e2etest.Metric(t, registry, "kooper_controller_queued_events_total", nil); after != queuedBefore {
 			t.Errorf("the controller queued %v events while only invalid objects were written, want 0", after-queuedBefore)
 		}
 	})
@@ -159,7 +155,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		eventually(t, 30*time.Second, "12 pods are terminated", func() bool { return pods.deletedCount() >= 12 })
+		e2etest.Eventually(t, 30*time.Second, "12 pods are terminated", func() bool { return pods.deletedCount() >= 12 })
 		pt, err := terminators.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -174,7 +170,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 
 	t.Run("a spec change (dry run) takes effect from the next period", func(t *testing.T) {
 		changed := updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = true })
-		eventually(t, 10*time.Second, "a DryRun event", func() bool {
+		e2etest.Eventually(t, 10*time.Second, "a DryRun event", func() bool {
 			return len(periodEvents(t, admin, name, "DryRun")) > 0
 		})
 		time.Sleep(2 * time.Second)
@@ -193,15 +189,15 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 			t.Logf("pods deleted %d, status.terminatedTotal %d, metric %d, Events %d (%d periods); dry run: metric %d, Events %d",
 				deleted, total, metric, fromEvents, periodsBefore, dryRunMetric, dryRunEvents)
 		}()
-		eventually(t, 10*time.Second, "the counts agree", func() bool {
+		e2etest.Eventually(t, 10*time.Second, "the counts agree", func() bool {
 			pt, err := terminators.Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			deleted = pods.deletedCount()
 			total = int(pt.Status.TerminatedTotal)
-			metric = int(metricSum(t, registry, "kooper_pod_terminator_terminated_pods_total", map[string]string{"terminator": name, "dry_run": "false"}))
-			dryRunMetric = int(metricSum(t, registry, "kooper_pod_terminator_terminated_pods_total", map[string]string{"terminator": name, "dry_run": "true"}))
+			metric = int(e2etest.Metric(t, registry, "kooper_pod_terminator_terminated_pods_total", map[string]string{"terminator": name, "dry_run": "false"}))
+			dryRunMetric = int(e2etest.Metric(t, registry, "kooper_pod_terminator_terminated_pods_total", map[string]string{"terminator": name, "dry_run": "true"}))
 			fromEvents, dryRunEvents = 0, 0
 			for _, e := range periodEvents(t, admin, name, "Terminated") {
 				fromEvents += e.n * e.count
@@ -223,12 +219,12 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	t.Run("deleting the PodTerminator stops it within one period and removes the finalizer", func(t *testing.T) {
 		updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = false })
 		resumed := pods.deletedCount()
-		eventually(t, 10*time.Second, "terminations resume", func() bool { return pods.deletedCount() > resumed })
+		e2etest.Eventually(t, 10*time.Second, "terminations resume", func() bool { return pods.deletedCount() > resumed })
 		if err := terminators.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		deletedAt := time.Now()
-		eventually(t, 10*time.Second, "the PodTerminator is gone", func() bool {
+		e2etest.Eventually(t, 10*time.Second, "the PodTerminator is gone", func() bool {
 			_, err := terminators.Get(ctx, name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err)
 		})
@@ -245,72 +241,15 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	}
 }
 
-// applyManifests applies the CRDs and the RBAC with kubectl, once, and waits
-// until the CRD is served.
+// applyManifests applies the CRDs and the RBAC with kubectl and waits until
+// the CRD is served.
 func applyManifests(t *testing.T) {
 	t.Helper()
-	manifestsOnce.Do(func() {
-		for _, dir := range []string{crdDir, rbacDir} {
-			out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
-				"apply", "-R", "-f", dir).CombinedOutput()
-			if err != nil {
-				manifestsErr = fmt.Errorf("kubectl apply -f %s: %w\n%s", dir, err, out)
-				return
-			}
-		}
-		client := versioned.NewForConfigOrDie(cluster.Config())
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			_, err := client.ChaosV1alpha1().PodTerminators().List(context.Background(), metav1.ListOptions{})
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				manifestsErr = fmt.Errorf("the PodTerminator CRD is not served after 30s: %w", err)
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	if manifestsErr != nil {
-		t.Fatal(manifestsErr)
-	}
-}
-
-var (
-	manifestsOnce sync.Once
-	manifestsErr  error
-)
-
-// asServiceAccount is the cluster's admin config impersonating the
-// operator's ServiceAccount, with the operator's client rate limits.
-func asServiceAccount() *rest.Config {
-	cfg := rest.CopyConfig(cluster.Config())
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: serviceUser,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:kooper-system", "system:authenticated"},
-	}
-	cfg.QPS, cfg.Burst = 50, 100
-	return cfg
-}
-
-// startOperator runs the operator until the test ends, and fails the test if
-// it stops on its own or with an error.
-func startOperator(t *testing.T, cfg operator.Config) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- operator.Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("operator.Run: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			t.Error("operator.Run did not return 20s after its context was cancelled")
-		}
+	e2etest.Apply(t, cluster, crdDir, rbacDir)
+	client := versioned.NewForConfigOrDie(cluster.Config())
+	e2etest.Eventually(t, 30*time.Second, "the PodTerminator CRD is served", func() bool {
+		_, err := client.ChaosV1alpha1().PodTerminators().List(context.Background(), metav1.ListOptions{})
+		return err == nil
 	})
 }
 
@@ -539,41 +478,6 @@ func periodEvents(t *testing.T, client kubernetes.Interface, name, reason string
 	return out
 }
 
-// metricSum adds the values of every series of family name whose labels
-// include want.
-func metricSum(t *testing.T, g prom.Gatherer, name string, want map[string]string) float64 {
-	t.Helper()
-	families, err := g.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum float64
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if got[k] != v {
-					continue series
-				}
-			}
-			switch {
-			case m.GetCounter() != nil:
-				sum += m.GetCounter().GetValue()
-			case m.GetGauge() != nil:
-				sum += m.GetGauge().GetValue()
-			}
-		}
-	}
-	return sum
-}
-
 type warningRecorder struct {
 	mu       sync.Mutex
 	messages []string
@@ -607,17 +511,4 @@ func slicesContains(s []string, v string) bool {
 		}
 	}
 	return false
-}
-
-// eventually polls cond every 50ms until it holds, or fails the test after
-// timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting until %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

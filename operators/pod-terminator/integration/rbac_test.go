@@ -1,21 +1,17 @@
 package integration_test
 
 import (
-	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
-	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/operators/internal/rbactest"
 )
 
 const rbacDir = "../../../manifests/rbac/pod-terminator"
@@ -41,16 +37,8 @@ var neededInNamespace = []rbacv1.PolicyRule{
 
 func TestTheRolesGrantExactlyWhatIsNeeded(t *testing.T) {
 	for file, want := range map[string][]rbacv1.PolicyRule{"cluster_role.yaml": needed, "role.yaml": neededInNamespace} {
-		b, err := os.ReadFile(filepath.Join(rbacDir, file))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var role rbacv1.ClusterRole // a Role's rules read the same
-		if err := yaml.UnmarshalStrict(b, &role); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(role.Rules, want) {
-			t.Errorf("%s: got rules %+v\nwant exactly %+v", file, role.Rules, want)
+		if got := rbactest.ReadRules(t, filepath.Join(rbacDir, file)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got rules %+v\nwant exactly %+v", file, got, want)
 		}
 	}
 }
@@ -68,57 +56,26 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 	}
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	const user = "system:serviceaccount:kooper-system:pod-terminator"
-	can := func(ns, group, resource, sub, verb string, name ...string) bool {
-		t.Helper()
-		sar, err := client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
-			Spec: authorizationv1.SubjectAccessReviewSpec{
-				User:   user,
-				Groups: []string{"system:serviceaccounts", "system:serviceaccounts:kooper-system", "system:authenticated"},
-				ResourceAttributes: &authorizationv1.ResourceAttributes{
-					Namespace: ns, Group: group, Resource: resource, Subresource: sub, Verb: verb,
-					Name: strings.Join(name, ""),
-				},
-			},
-		}, metav1.CreateOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return sar.Status.Allowed
-	}
-	for _, r := range needed {
-		for _, res := range r.Resources {
-			resource, sub, _ := strings.Cut(res, "/")
-			for _, verb := range r.Verbs {
-				if !can("some-namespace", r.APIGroups[0], resource, sub, verb, r.ResourceNames...) {
-					t.Errorf("%s may not %s %s %v, want allowed", user, verb, res, r.ResourceNames)
-				}
-			}
-		}
-	}
-	for _, r := range neededInNamespace {
-		for _, verb := range r.Verbs {
-			if !can("kooper-system", r.APIGroups[0], r.Resources[0], "", verb, r.ResourceNames...) {
-				t.Errorf("%s may not %s %s %v in kooper-system, want allowed", user, verb, r.Resources[0], r.ResourceNames)
-			}
-		}
-	}
-	denied := []struct{ ns, group, resource, sub, verb, name string }{
-		{"some-namespace", "", "secrets", "", "get", ""},
-		{"some-namespace", "", "pods", "", "create", ""},
-		{"some-namespace", "", "pods", "", "update", ""},
-		{"", "chaos.kooperkit.io", "podterminators", "", "delete", ""},
-		{"", "chaos.kooperkit.io", "podterminators", "", "create", ""},
-		{"some-namespace", "", "configmaps", "", "list", ""},
-		{"some-namespace", "coordination.k8s.io", "leases", "", "update", ""},
-		{"some-namespace", "apps", "deployments", "", "delete", ""},
-		{"kooper-system", "", "secrets", "", "get", "someone-elses-secret"},
-		{"kooper-system", "", "secrets", "", "list", ""},
-		{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "update", "someone-elses-webhook"},
-		{"", "admissionregistration.k8s.io", "validatingwebhookconfigurations", "", "list", ""},
+	groups := rbactest.ServiceAccountGroups("kooper-system")
+	rbactest.CheckAllowed(t, client, user, groups, "some-namespace", needed)
+	rbactest.CheckAllowed(t, client, user, groups, "kooper-system", neededInNamespace)
+	denied := []authorizationv1.ResourceAttributes{
+		{Namespace: "some-namespace", Resource: "secrets", Verb: "get"},
+		{Namespace: "some-namespace", Resource: "pods", Verb: "create"},
+		{Namespace: "some-namespace", Resource: "pods", Verb: "update"},
+		{Group: "chaos.kooperkit.io", Resource: "podterminators", Verb: "delete"},
+		{Group: "chaos.kooperkit.io", Resource: "podterminators", Verb: "create"},
+		{Namespace: "some-namespace", Resource: "configmaps", Verb: "list"},
+		{Namespace: "some-namespace", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
+		{Namespace: "some-namespace", Group: "apps", Resource: "deployments", Verb: "delete"},
+		{Namespace: "kooper-system", Resource: "secrets", Verb: "get", Name: "someone-elses-secret"},
+		{Namespace: "kooper-system", Resource: "secrets", Verb: "list"},
+		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "update", Name: "someone-elses-webhook"},
+		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "list"},
 	}
 	for _, d := range denied {
-		if can(d.ns, d.group, d.resource, d.sub, d.verb, d.name) {
-			t.Errorf("%s may %s %s %q in %q, want denied", user, d.verb, d.resource, d.name, d.ns)
+		if rbactest.Can(t, client, user, groups, d) {
+			t.Errorf("%s may %s %s %q in %q, want denied", user, d.Verb, d.Resource, d.Name, d.Namespace)
 		}
 	}
 }

@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
 	flowcontrol "k8s.io/client-go/util/flowcontrol"
@@ -31,17 +32,24 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterface
 	ChaosV1alpha1() chaosv1alpha1.ChaosV1alpha1Interface
+	TenancyV1alpha1() tenancyv1alpha1.TenancyV1alpha1Interface
 }
 
 // Clientset contains the clients for groups.
 type Clientset struct {
 	*discovery.DiscoveryClient
-	chaosV1alpha1 *chaosv1alpha1.ChaosV1alpha1Client
+	chaosV1alpha1   *chaosv1alpha1.ChaosV1alpha1Client
+	tenancyV1alpha1 *tenancyv1alpha1.TenancyV1alpha1Client
 }
 
 // ChaosV1alpha1 retrieves the ChaosV1alpha1Client
 func (c *Clientset) ChaosV1alpha1() chaosv1alpha1.ChaosV1alpha1Interface {
 	return c.chaosV1alpha1
+}
+
+// TenancyV1alpha1 retrieves the TenancyV1alpha1Client
+func (c *Clientset) TenancyV1alpha1() tenancyv1alpha1.TenancyV1alpha1Interface {
+	return c.tenancyV1alpha1
 }
 
 // Discovery retrieves the DiscoveryClient
@@ -92,6 +100,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.tenancyV1alpha1, err = tenancyv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 
 	cs.DiscoveryClient, err = discovery.NewDiscoveryClientForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
@@ -114,6 +126,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.chaosV1alpha1 = chaosv1alpha1.New(c)
+	cs.tenancyV1alpha1 = tenancyv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)
 	return &cs

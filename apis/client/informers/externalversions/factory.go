@@ -27,6 +27,7 @@ import (
 	versioned "github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	chaos "github.com/kooperkit/kooper/apis/client/informers/externalversions/chaos"
 	internalinterfaces "github.com/kooperkit/kooper/apis/client/informers/externalversions/internalinterfaces"
+	tenancy "github.com/kooperkit/kooper/apis/client/informers/externalversions/tenancy"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
@@ -326,8 +327,13 @@ type SharedInformerFactory interface {
 	InformerFor(obj runtime.Object, newFunc internalinterfaces.NewInformerFunc) cache.SharedIndexInformer
 
 	Chaos() chaos.Interface
+	Tenancy() tenancy.Interface
 }
 
 func (f *sharedInformerFactory) Chaos() chaos.Interface {
 	return chaos.New(f, f.namespace, f.tweakListOptions)
+}
+
+func (f *sharedInformerFactory) Tenancy() tenancy.Interface {
+	return tenancy.New(f, f.namespace, f.tweakListOptions)
 }

@@ -10,21 +10,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	stdslog "log/slog"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-
-	"github.com/kooperkit/kooper/kooper/log"
-	kooperslog "github.com/kooperkit/kooper/kooper/log/slog"
+	"github.com/kooperkit/kooper/operators/internal/cli"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
 )
 
@@ -51,7 +44,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		burst       = fs.Int("kube-api-burst", 100, "client request burst to the API server")
 		httpAddr    = fs.String("http-addr", ":8080", "address serving /metrics, /healthz and /readyz; empty disables it")
 		leaderElect = fs.Bool("leader-elect", true, "hold a Lease so that only one replica acts; turn off for a single local replica")
-		namespace   = fs.String("namespace", envOr("POD_NAMESPACE", operator.DefaultNamespace), "the operator's namespace: its Lease and webhook Secret live there, and it is never a target")
+		namespace   = fs.String("namespace", cli.EnvOr("POD_NAMESPACE", operator.DefaultNamespace), "the operator's namespace: its Lease and webhook Secret live there, and it is never a target")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		logFormat   = fs.String("log-format", "text", "text or json")
 		dryRunAll   = fs.Bool("dry-run-all", false, "treat every PodTerminator as a dry run: choose pods, delete none")
@@ -64,21 +57,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *showVersion {
-		_, err := fmt.Fprintln(stdout, "pod-terminator", versionString())
+		_, err := fmt.Fprintln(stdout, "pod-terminator", cli.Version(version))
 		return err
 	}
-	logger, err := newLogger(stderr, *logLevel, *logFormat)
+	logger, err := cli.NewLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
 		return err
 	}
-	restConfig, err := loadREST(*kubeconfig)
+	restConfig, err := cli.LoadREST(*kubeconfig)
 	if err != nil {
 		return err
 	}
 	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
-	restConfig.UserAgent = "pod-terminator/" + versionString()
+	restConfig.UserAgent = "pod-terminator/" + cli.Version(version)
 
-	logger.Info("pod-terminator", "version", versionString())
+	logger.Info("pod-terminator", "version", cli.Version(version))
 	return operator.Run(ctx, operator.Config{
 		REST:                  restConfig,
 		Namespace:             *namespace,
@@ -93,63 +86,4 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		},
 		Logger: logger,
 	})
-}
-
-func loadREST(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		if cfg, err := rest.InClusterConfig(); err == nil {
-			return cfg, nil
-		}
-	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("could not load the client config: %w", err)
-	}
-	return cfg, nil
-}
-
-func newLogger(w io.Writer, level, format string) (log.Logger, error) {
-	lvl, err := log.ParseLevel(level)
-	if err != nil {
-		return nil, err
-	}
-	switch format {
-	case "text":
-		return log.NewStd(w, log.StdOptions{Level: lvl}), nil
-	case "json":
-		slogLevel := map[log.Level]stdslog.Level{
-			log.LevelDebug: stdslog.LevelDebug, log.LevelInfo: stdslog.LevelInfo,
-			log.LevelWarn: stdslog.LevelWarn, log.LevelError: stdslog.LevelError,
-		}[lvl]
-		return kooperslog.New(stdslog.New(stdslog.NewJSONHandler(w, &stdslog.HandlerOptions{Level: slogLevel}))), nil
-	}
-	return nil, errors.New(`-log-format must be "text" or "json", got ` + fmt.Sprintf("%q", format))
-}
-
-// versionString is the stamped version, else the module version or VCS
-// revision Go recorded, else "dev".
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	if info, ok := debug.ReadBuildInfo(); ok {
-		if v := info.Main.Version; v != "" && v != "(devel)" {
-			return v
-		}
-		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
-	}
-	return "dev"
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

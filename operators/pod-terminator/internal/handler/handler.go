@@ -263,11 +263,5 @@ func equalStatus(a, b *chaosv1alpha1.PodTerminatorStatus) bool {
 		a.LastTerminationTime != nil && !a.LastTerminationTime.Equal(b.LastTerminationTime) {
 		return false
 	}
-	for i := range a.Conditions {
-		x, y := a.Conditions[i], b.Conditions[i]
-		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message || x.ObservedGeneration != y.ObservedGeneration {
-			return false
-		}
-	}
-	return true
+	return status.Equal(a.Conditions, b.Conditions)
 }

@@ -10,14 +10,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"sync/atomic"
-	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -29,6 +25,7 @@ import (
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/event"
+	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
@@ -164,7 +161,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("could not register the controller metrics: %w", err)
 	}
-	leader := &leaderStatus{next: recorder}
+	leader := health.NewLeader(recorder)
 
 	// Events about PodTerminators, one per period: allow one per second per
 	// object, and never fold them, so each keeps the pods it names.
@@ -218,10 +215,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	// Servers run until the controller returns, then are shut down.
-	var servers []*server
+	var servers []*health.Server
 	defer func() {
 		for _, s := range servers {
-			s.stop()
+			s.Stop()
 		}
 	}()
 	if cfg.Webhook.Addr != "" {
@@ -230,30 +227,19 @@ func Run(ctx context.Context, cfg Config) error {
 			return err
 		}
 		servers = append(servers, s)
-		logger.Info("serving the admission webhook", "addr", s.addr, "path", webhook.Path)
+		logger.Info("serving the admission webhook", "addr", s.Addr(), "path", webhook.Path)
 	}
 	if cfg.HTTPAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-		mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
-			// A leader is ready once its cache is filled; a standby is
-			// ready at once: it can take over.
-			switch {
-			case ctrl.HasSynced():
-				fmt.Fprintln(w, "ok: leading, cache synced")
-			case !cfg.DisableLeaderElection && !leader.leading.Load():
-				fmt.Fprintln(w, "ok: standby")
-			default:
-				http.Error(w, "cache not synced yet", http.StatusServiceUnavailable)
-			}
-		})
-		s, err := serve(cfg.HTTPAddr, mux, nil, logger)
+		var l *health.Leader
+		if !cfg.DisableLeaderElection {
+			l = leader
+		}
+		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, Ready: health.Readiness(l, ctrl), Logger: logger})
 		if err != nil {
 			return err
 		}
 		servers = append(servers, s)
-		logger.Info("serving metrics and health", "addr", s.addr)
+		logger.Info("serving metrics and health", "addr", s.Addr())
 	}
 
 	logger.Info("pod-terminator starting", "namespace", cfg.Namespace, "leaderElection", !cfg.DisableLeaderElection, "dryRunAll", cfg.DryRunAll)
@@ -262,7 +248,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 // startWebhook serves the webhook over TLS, with a certificate from files or
 // a self-signed one shared through a Secret.
-func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, rules validation.Rules) (*server, error) {
+func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, rules validation.Rules) (*health.Server, error) {
 	wh, err := webhook.New(rules, cfg.Logger)
 	if err != nil {
 		return nil, err
@@ -289,55 +275,7 @@ func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, 
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, wh)
-	return serve(cfg.Webhook.Addr, mux, tlsConfig, cfg.Logger)
-}
-
-// server is an HTTP(S) server started by serve.
-type server struct {
-	addr string
-	srv  *http.Server
-	done chan struct{}
-}
-
-func serve(addr string, h http.Handler, tlsConfig *tls.Config, logger log.Logger) (*server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("could not listen on %s: %w", addr, err)
-	}
-	if tlsConfig != nil {
-		l = tls.NewListener(l, tlsConfig)
-	}
-	s := &server{
-		addr: l.Addr().String(),
-		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
-		done: make(chan struct{}),
-	}
-	go func() {
-		defer close(s.done)
-		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("server stopped", "addr", s.addr, log.KeyErr, err)
-		}
-	}()
-	return s, nil
-}
-
-func (s *server) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.srv.Shutdown(ctx)
-	<-s.done
-}
-
-// leaderStatus remembers whether this replica leads, for /readyz, and
-// passes the status on to the metrics.
-type leaderStatus struct {
-	next    leaderelection.Recorder
-	leading atomic.Bool
-}
-
-func (l *leaderStatus) SetLeader(name string, leading bool) {
-	l.leading.Store(leading)
-	l.next.SetLeader(name, leading)
+	return health.ServeTLS(cfg.Webhook.Addr, mux, tlsConfig, cfg.Logger)
 }
 
 // metrics are the operator's own metrics.

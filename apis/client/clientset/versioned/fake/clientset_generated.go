@@ -22,6 +22,8 @@ import (
 	clientset "github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
 	fakechaosv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1/fake"
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1"
+	faketenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -98,4 +100,9 @@ var (
 // ChaosV1alpha1 retrieves the ChaosV1alpha1Client
 func (c *Clientset) ChaosV1alpha1() chaosv1alpha1.ChaosV1alpha1Interface {
 	return &fakechaosv1alpha1.FakeChaosV1alpha1{Fake: &c.Fake}
+}
+
+// TenancyV1alpha1 retrieves the TenancyV1alpha1Client
+func (c *Clientset) TenancyV1alpha1() tenancyv1alpha1.TenancyV1alpha1Interface {
+	return &faketenancyv1alpha1.FakeTenancyV1alpha1{Fake: &c.Fake}
 }

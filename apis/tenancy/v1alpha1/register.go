@@ -1,0 +1,42 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// GroupName is the API group of the tenancy resources.
+const GroupName = "tenancy.kooperkit.io"
+
+// SchemeGroupVersion is the group and version of the types in this package.
+var SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: "v1alpha1"}
+
+var (
+	// SchemeBuilder collects the functions that add this package's types to
+	// a scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds this package's types to a scheme, for example
+	// client-go's scheme.Scheme before building an event recorder.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// Kind returns the group-qualified kind, e.g. Kind("Tenant").
+func Kind(kind string) schema.GroupKind {
+	return SchemeGroupVersion.WithKind(kind).GroupKind()
+}
+
+// Resource returns the group-qualified resource, e.g.
+// Resource("tenants"), as API errors and listers name it.
+func Resource(resource string) schema.GroupResource {
+	return SchemeGroupVersion.WithResource(resource).GroupResource()
+}
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion,
+		&Tenant{},
+		&TenantList{},
+	)
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

@@ -1,0 +1,169 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Tenant is a team's share of the cluster: the operator creates its
+// namespace, named "tenant-" followed by the Tenant's name, with a resource
+// quota, default container limits, a RoleBinding of the admins to the
+// built-in admin ClusterRole and, when networkIsolation is set, a NetworkPolicy
+// denying all ingress. Every one of them is owned by the Tenant: deleting the
+// Tenant deletes them.
+//
+// +genclient
+// +genclient:nonNamespaced
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+// +kubebuilder:resource:scope=Cluster,shortName=tn,categories=tenancy
+// +kubebuilder:subresource:status
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 56 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a Tenant's name must be a DNS label of at most 56 characters (lowercase letters, digits, '-'): its namespace is tenant-<name>"
+// +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,description="The tenant's namespace"
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether every child object is in place"
+// +kubebuilder:printcolumn:name="Isolated",type=boolean,JSONPath=`.spec.networkIsolation`,description="Ingress from other namespaces denied"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Tenant struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard object metadata.
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// Spec says who administers the tenant and what it may use.
+	// +required
+	Spec TenantSpec `json:"spec"`
+	// Status is written by the operator: the namespace and its children.
+	// +optional
+	Status TenantStatus `json:"status,omitempty"`
+}
+
+// TenantSpec says who administers the tenant and what it may use.
+type TenantSpec struct {
+	// Admins are bound to the built-in "admin" ClusterRole in the tenant's
+	// namespace: they manage everything in it except the quota and the
+	// namespace itself.
+	// +required
+	// +kubebuilder:validation:MinItems=1
+	// +listType=atomic
+	Admins []Admin `json:"admins"`
+
+	// Quota caps what the namespace's pods may use in total. Default 2 CPU,
+	// 4Gi of memory, 20 pods.
+	// +optional
+	// +kubebuilder:default={cpu: "2", memory: "4Gi", pods: 20}
+	Quota *Quota `json:"quota,omitempty"`
+
+	// DefaultLimits are the CPU and memory limits (and requests) given to a
+	// container that sets none, so that pods fit the quota without
+	// declaring resources. Default 500m CPU, 256Mi of memory.
+	// +optional
+	// +kubebuilder:default={cpu: "500m", memory: "256Mi"}
+	DefaultLimits *ContainerDefaults `json:"defaultLimits,omitempty"`
+
+	// NetworkIsolation, when true, adds a NetworkPolicy that denies all
+	// ingress to the namespace's pods; the tenant then allows what it needs
+	// with its own policies. Default false.
+	// +optional
+	// +kubebuilder:default=false
+	NetworkIsolation bool `json:"networkIsolation,omitempty"`
+}
+
+// Admin is a user or a group administering a tenant.
+type Admin struct {
+	// Kind is User or Group.
+	// +required
+	// +kubebuilder:validation:Enum=User;Group
+	Kind string `json:"kind"`
+	// Name is the user's or group's name, as the cluster's authentication
+	// reports it.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+}
+
+// Quota caps a namespace's total use; each field becomes a hard limit of
+// its ResourceQuota.
+type Quota struct {
+	// CPU caps the sum of the CPU requests and the sum of the CPU limits.
+	// +required
+	CPU resource.Quantity `json:"cpu"`
+	// Memory caps the sum of the memory requests and the sum of the memory
+	// limits.
+	// +required
+	Memory resource.Quantity `json:"memory"`
+	// Pods caps the number of pods.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Pods int32 `json:"pods"`
+}
+
+// ContainerDefaults are the limits given to containers that set none.
+type ContainerDefaults struct {
+	// CPU limit (and request) of a container that sets none.
+	// +required
+	CPU resource.Quantity `json:"cpu"`
+	// Memory limit (and request) of a container that sets none.
+	// +required
+	Memory resource.Quantity `json:"memory"`
+}
+
+// TenantStatus is what the operator observed and created.
+type TenantStatus struct {
+	// ObservedGeneration is the generation of the spec the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// Namespace is the tenant's namespace.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// Children lists the objects made for the tenant and whether each is in
+	// place.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	Children []Child `json:"children,omitempty"`
+	// Conditions: Ready is true when every child is in place for the
+	// current generation.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Child is one object made for a tenant.
+type Child struct {
+	// Kind is the object's kind: Namespace, ResourceQuota, LimitRange,
+	// RoleBinding or NetworkPolicy.
+	Kind string `json:"kind"`
+	// Name is the object's name.
+	Name string `json:"name"`
+	// Ready is true once the object is written as the spec says.
+	Ready bool `json:"ready"`
+	// Message says why it is not ready.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// TenantList is a list of Tenants.
+//
+// +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
+type TenantList struct {
+	metav1.TypeMeta `json:",inline"`
+	// Standard list metadata.
+	// +optional
+	metav1.ListMeta `json:"metadata,omitempty"`
+	// Items are the Tenants.
+	Items []Tenant `json:"items"`
+}
+
+// Condition types and reasons of a Tenant's status.
+const (
+	ConditionReady = "Ready"
+
+	ReasonReconciled        = "Reconciled"
+	ReasonApplyFailed       = "ApplyFailed"
+	ReasonNamespaceConflict = "NamespaceConflict"
+	ReasonNamespaceDeleting = "NamespaceDeleting"
+	ReasonInvalidSpec       = "InvalidSpec"
+)
+
+// NamespacePrefix starts the name of every tenant's namespace.
+const NamespacePrefix = "tenant-"

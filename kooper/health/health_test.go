@@ -1,0 +1,122 @@
+package health_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+
+	"github.com/kooperkit/kooper/kooper/health"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestTheServerAnswersEachEndpoint(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "things_total", Help: "Things."}))
+	var ready atomic.Bool
+	srv, err := health.Start(health.Config{
+		Addr:     "127.0.0.1:0",
+		Gatherer: reg,
+		Ready: func() error {
+			if !ready.Load() {
+				return errors.New("caches not synced yet")
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + srv.Addr()
+	tests := []struct {
+		path     string
+		ready    bool
+		wantCode int
+		wantBody string
+	}{
+		{"/healthz", false, http.StatusOK, "ok"},
+		{"/readyz", false, http.StatusServiceUnavailable, "caches not synced yet"},
+		{"/readyz", true, http.StatusOK, "ok"},
+		{"/metrics", true, http.StatusOK, "things_total 0"},
+		{"/nothing", true, http.StatusNotFound, ""},
+	}
+	for _, tt := range tests {
+		ready.Store(tt.ready)
+		code, body := get(t, base+tt.path)
+		if code != tt.wantCode || !strings.Contains(body, tt.wantBody) {
+			t.Errorf("GET %s (ready %v): got %d %q, want %d with %q", tt.path, tt.ready, code, body, tt.wantCode, tt.wantBody)
+		}
+	}
+	srv.Stop()
+}
+
+type synced bool
+
+func (s synced) HasSynced() bool { return bool(s) }
+
+func TestReadiness(t *testing.T) {
+	tests := []struct {
+		name        string
+		election    bool
+		leading     bool
+		controllers []health.Synced
+		wantReady   bool
+	}{
+		{"synced without leader election", false, false, []health.Synced{synced(true), synced(true)}, true},
+		{"one controller not synced", false, false, []health.Synced{synced(true), synced(false)}, false},
+		{"a standby is ready", true, false, []health.Synced{synced(false)}, true},
+		{"a leader before sync is not", true, true, []health.Synced{synced(false)}, false},
+		{"a leader after sync is", true, true, []health.Synced{synced(true)}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var leader *health.Leader
+			if tt.election {
+				leader = health.NewLeader(nil)
+				leader.SetLeader("op", tt.leading)
+			}
+			err := health.Readiness(leader, tt.controllers...)()
+			if (err == nil) != tt.wantReady {
+				t.Errorf("got %v, want ready %v", err, tt.wantReady)
+			}
+		})
+	}
+}
+
+type recorder struct{ calls []string }
+
+func (r *recorder) SetLeader(name string, leading bool) {
+	r.calls = append(r.calls, name+map[bool]string{true: " leads", false: " waits"}[leading])
+}
+
+func TestLeaderPassesTheStatusOn(t *testing.T) {
+	next := &recorder{}
+	l := health.NewLeader(next)
+	l.SetLeader("op", true)
+	if !l.Leading() {
+		t.Error("got not leading after SetLeader(true)")
+	}
+	l.SetLeader("op", false)
+	if l.Leading() || strings.Join(next.calls, ",") != "op leads,op waits" {
+		t.Errorf("got leading %v and calls %v", l.Leading(), next.calls)
+	}
+}

@@ -1,0 +1,85 @@
+// Package cli holds what every sample operator's main does the same way:
+// load the client config, build the logger from flags, tell the version. The
+// operators' cmd/ packages stay wiring only.
+package cli
+
+import (
+	"fmt"
+	"io"
+	stdslog "log/slog"
+	"os"
+	"runtime/debug"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kooperkit/kooper/kooper/log"
+	kooperslog "github.com/kooperkit/kooper/kooper/log/slog"
+)
+
+// LoadREST returns the client config of kubeconfig; for an empty path the
+// in-cluster config, else $KUBECONFIG or ~/.kube/config.
+func LoadREST(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		if cfg, err := rest.InClusterConfig(); err == nil {
+			return cfg, nil
+		}
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("could not load the client config: %w", err)
+	}
+	return cfg, nil
+}
+
+// NewLogger returns a logger writing to w at level ("debug", "info", "warn",
+// "error") in format: "text" (log.NewStd) or "json" (log/slog's JSON
+// handler).
+func NewLogger(w io.Writer, level, format string) (log.Logger, error) {
+	lvl, err := log.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	switch format {
+	case "text":
+		return log.NewStd(w, log.StdOptions{Level: lvl}), nil
+	case "json":
+		slogLevel := map[log.Level]stdslog.Level{
+			log.LevelDebug: stdslog.LevelDebug, log.LevelInfo: stdslog.LevelInfo,
+			log.LevelWarn: stdslog.LevelWarn, log.LevelError: stdslog.LevelError,
+		}[lvl]
+		return kooperslog.New(stdslog.New(stdslog.NewJSONHandler(w, &stdslog.HandlerOptions{Level: slogLevel}))), nil
+	}
+	return nil, fmt.Errorf(`-log-format must be "text" or "json", got %q`, format)
+}
+
+// Version returns stamped (set with -ldflags "-X main.version=..." by make
+// build and the Dockerfile) if not empty, else the module version or VCS
+// revision Go recorded, else "dev".
+func Version(stamped string) string {
+	if stamped != "" {
+		return stamped
+	}
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v := info.Main.Version; v != "" && v != "(devel)" {
+			return v
+		}
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+				return "dev-" + s.Value[:12]
+			}
+		}
+	}
+	return "dev"
+}
+
+// EnvOr returns the environment variable key, or def when it is unset or
+// empty.
+func EnvOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,112 @@
+// Package e2etest holds the helpers both sample operators' end-to-end tests
+// use against the local control plane: run an operator in the background,
+// act as its ServiceAccount, apply manifests, wait, and read metrics.
+package e2etest
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/rest"
+
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+// Run runs run in the background until the test ends, then cancels its
+// context and fails the test if it returned an error or did not return
+// within 20 seconds.
+func Run(t testing.TB, run func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("run: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Error("run did not return 20s after its context was cancelled")
+		}
+	})
+}
+
+// AsServiceAccount returns cfg impersonating the ServiceAccount
+// namespace/name with its groups, at the given client rate limits.
+func AsServiceAccount(cfg *rest.Config, namespace, name string, qps float32, burst int) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + namespace + ":" + name,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+	}
+	c.QPS, c.Burst = qps, burst
+	return c
+}
+
+// Apply runs the cluster's kubectl apply -R -f on each directory.
+func Apply(t testing.TB, cluster *devcluster.Cluster, dirs ...string) {
+	t.Helper()
+	for _, dir := range dirs {
+		out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
+			"apply", "-R", "-f", dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl apply -f %s: %v\n%s", dir, err, out)
+		}
+	}
+}
+
+// Eventually polls cond every 50ms until it holds, or fails the test after
+// timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting until %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Metric adds up the series of family name whose labels include labels:
+// counter and gauge values, and histogram sample counts.
+func Metric(t testing.TB, g prom.Gatherer, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetCounter() != nil:
+				sum += m.GetCounter().GetValue()
+			case m.GetGauge() != nil:
+				sum += m.GetGauge().GetValue()
+			case m.GetHistogram() != nil:
+				sum += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return sum
+}

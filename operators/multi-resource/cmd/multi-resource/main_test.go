@@ -1,0 +1,42 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestRun(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantOut    string // prefix of stdout
+		wantErr    string // substring of the error; empty: none
+		wantStderr string
+	}{
+		{name: "version", args: []string{"-version"}, wantOut: "multi-resource dev"},
+		{name: "an unknown flag", args: []string{"-no-such-flag"}, wantErr: "flag provided but not defined", wantStderr: "-kube-api-qps"},
+		{name: "a wrong log format", args: []string{"-log-format", "xml"}, wantErr: `-log-format must be "text" or "json", got "xml"`},
+		{name: "a wrong log level", args: []string{"-log-level", "loud"}, wantErr: "loud"},
+		{name: "a missing kubeconfig", args: []string{"-kubeconfig", "/no/such/file"}, wantErr: "could not load the client config"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			err := run(context.Background(), tt.args, &stdout, &stderr)
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("got error %v, want nil", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("got error %v, want one saying %q", err, tt.wantErr)
+			}
+			if !strings.HasPrefix(stdout.String(), tt.wantOut) {
+				t.Errorf("got stdout %q, want it to start with %q", stdout.String(), tt.wantOut)
+			}
+			if !strings.Contains(stderr.String(), tt.wantStderr) {
+				t.Errorf("got stderr %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,316 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
+	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/e2etest"
+	"github.com/kooperkit/kooper/operators/multi-resource/internal/operator"
+	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
+)
+
+// The operator, run as its ServiceAccount (impersonation) with leader
+// election, against a control plane whose garbage collector and namespace
+// controller do all the deleting.
+func TestTenantsEndToEnd(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	ctx := context.Background()
+	e2eManifests(t)
+	adminCfg := rest.CopyConfig(cluster.Config())
+	adminCfg.QPS, adminCfg.Burst = 200, 400
+	kube := kubernetes.NewForConfigOrDie(adminCfg)
+	tenants := versioned.NewForConfigOrDie(adminCfg).TenancyV1alpha1().Tenants()
+
+	registry := prom.NewRegistry()
+	cfg := operator.Config{
+		REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "multi-resource", 100, 200), // the command's defaults
+		Registry: registry,
+		Logger:   log.NewStd(t.Output(), log.StdOptions{}),
+	}
+	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
+
+	var (
+		acme    *tenancyv1alpha1.Tenant
+		readyAt time.Time
+	)
+	t.Run("a Tenant gets its namespace and children, owned by it, within 10s", func(t *testing.T) {
+		var err error
+		acme, err = tenants.Create(ctx, &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: "acme"},
+			Spec: tenancyv1alpha1.TenantSpec{
+				Admins:           []tenancyv1alpha1.Admin{{Kind: "User", Name: "alice"}, {Kind: "Group", Name: "acme-devs"}},
+				NetworkIsolation: true,
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q := acme.Spec.Quota; q == nil || q.CPU.String() != "2" || q.Memory.String() != "4Gi" || q.Pods != 20 {
+			t.Errorf("got quota %+v, want the schema's defaults 2 CPU, 4Gi, 20 pods", q)
+		}
+		began := time.Now()
+		e2etest.Eventually(t, 10*time.Second, "acme is Ready with 5 children", func() bool { return ready(t, tenants, "acme", 5) })
+		readyAt = time.Now()
+		t.Logf("acme Ready in %s", readyAt.Sub(began).Round(time.Millisecond))
+
+		ns, err := kube.CoreV1().Namespaces().Get(ctx, "tenant-acme", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		quota, err := kube.CoreV1().ResourceQuotas("tenant-acme").Get(ctx, tenant.QuotaName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		limits, err := kube.CoreV1().LimitRanges("tenant-acme").Get(ctx, tenant.LimitRangeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		binding, err := kube.RbacV1().RoleBindings("tenant-acme").Get(ctx, tenant.RoleBindingName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy, err := kube.NetworkingV1().NetworkPolicies("tenant-acme").Get(ctx, tenant.NetworkPolicyName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, obj := range []metav1.Object{ns, quota, limits, binding, policy} {
+			ref := metav1.GetControllerOf(obj)
+			if ref == nil || ref.UID != acme.UID || ref.Kind != "Tenant" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+				t.Errorf("%s: got controller %+v, want Tenant acme (%s) blocking deletion", obj.GetName(), ref, acme.UID)
+			}
+			if obj.GetLabels()[tenant.ManagedByLabel] != tenant.ManagedBy || obj.GetLabels()[tenant.TenantLabel] != "acme" {
+				t.Errorf("%s: got labels %v, want managed-by and tenant", obj.GetName(), obj.GetLabels())
+			}
+		}
+		if got := quota.Spec.Hard[corev1.ResourceRequestsCPU]; got.Cmp(resource.MustParse("2")) != 0 || quota.Spec.Hard.Pods().Value() != 20 {
+			t.Errorf("got quota %v, want 2 CPU and 20 pods", quota.Spec.Hard)
+		}
+		if d := limits.Spec.Limits[0].Default; d.Cpu().String() != "500m" || d.Memory().String() != "256Mi" {
+			t.Errorf("got default limits %v, want 500m and 256Mi", d)
+		}
+		wantSubjects := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}, {APIGroup: rbacv1.GroupName, Kind: "Group", Name: "acme-devs"}}
+		if !slices.Equal(binding.Subjects, wantSubjects) || binding.RoleRef.Name != "admin" {
+			t.Errorf("got binding %+v to %+v, want alice and acme-devs as admin", binding.Subjects, binding.RoleRef)
+		}
+	})
+	if acme == nil {
+		t.FailNow()
+	}
+
+	t.Run("drift is repaired and unrelated objects are left alone", func(t *testing.T) {
+		// Repairs are told from spec changes by managedFields times, which
+		// have a resolution of one second: edit in a later second than the
+		// creation.
+		time.Sleep(time.Until(readyAt.Add(1100 * time.Millisecond)))
+		unrelated, err := kube.CoreV1().ConfigMaps("tenant-acme").Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "unrelated"}, Data: map[string]string{"k": "v"},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		oldQuota, err := kube.CoreV1().ResourceQuotas("tenant-acme").Get(ctx, tenant.QuotaName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.CoreV1().ResourceQuotas("tenant-acme").Delete(ctx, tenant.QuotaName, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		binding, err := kube.RbacV1().RoleBindings("tenant-acme").Get(ctx, tenant.RoleBindingName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		binding.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}}
+		if _, err := kube.RbacV1().RoleBindings("tenant-acme").Update(ctx, binding, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		e2etest.Eventually(t, 10*time.Second, "the quota is back and the binding restored", func() bool {
+			q, err := kube.CoreV1().ResourceQuotas("tenant-acme").Get(ctx, tenant.QuotaName, metav1.GetOptions{})
+			if err != nil || q.UID == oldQuota.UID {
+				return false
+			}
+			b, err := kube.RbacV1().RoleBindings("tenant-acme").Get(ctx, tenant.RoleBindingName, metav1.GetOptions{})
+			return err == nil && len(b.Subjects) == 2 && b.Subjects[0].Name == "alice"
+		})
+		t.Logf("drift repaired in %s", time.Since(began).Round(time.Millisecond))
+		for _, kind := range []string{tenant.KindResourceQuota, tenant.KindRoleBinding} {
+			if n := e2etest.Metric(t, registry, "kooper_tenant_drift_repairs_total", map[string]string{"kind": kind}); n < 1 {
+				t.Errorf("got %v drift repairs of %s, want at least 1", n, kind)
+			}
+		}
+		got, err := kube.CoreV1().ConfigMaps("tenant-acme").Get(ctx, "unrelated", metav1.GetOptions{})
+		if err != nil || got.ResourceVersion != unrelated.ResourceVersion || len(got.OwnerReferences) > 0 {
+			t.Errorf("the unrelated ConfigMap changed: %+v, %v", got, err)
+		}
+	})
+
+	t.Run("a spec change updates the children and removes the NetworkPolicy", func(t *testing.T) {
+		for {
+			cur, err := tenants.Get(ctx, "acme", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur.Spec.Quota.CPU, cur.Spec.Quota.Pods, cur.Spec.NetworkIsolation = resource.MustParse("4"), 40, false
+			if _, err = tenants.Update(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		e2etest.Eventually(t, 10*time.Second, "the quota is raised and the policy gone", func() bool {
+			q, err := kube.CoreV1().ResourceQuotas("tenant-acme").Get(ctx, tenant.QuotaName, metav1.GetOptions{})
+			if err != nil || q.Spec.Hard.Pods().Value() != 40 || q.Spec.Hard.Name(corev1.ResourceLimitsCPU, resource.DecimalSI).String() != "4" {
+				return false
+			}
+			_, err = kube.NetworkingV1().NetworkPolicies("tenant-acme").Get(ctx, tenant.NetworkPolicyName, metav1.GetOptions{})
+			return apierrors.IsNotFound(err) && ready(t, tenants, "acme", 4)
+		})
+	})
+
+	t.Run("50 Tenants converge in seconds, then the operator is quiet", func(t *testing.T) {
+		const n = 50
+		callsBefore := e2etest.Metric(t, registry, "kooper_controller_handle_duration_seconds", nil)
+		began := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = tenants.Create(ctx, &tenancyv1alpha1.Tenant{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%02d", i)},
+					Spec:       tenancyv1alpha1.TenantSpec{Admins: []tenancyv1alpha1.Admin{{Kind: "User", Name: fmt.Sprintf("owner-%02d", i)}}},
+				}, metav1.CreateOptions{})
+			})
+		}
+		wg.Wait()
+		for _, err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Cleanup(func() {
+			for i := range n {
+				_ = tenants.Delete(context.Background(), fmt.Sprintf("load-%02d", i), metav1.DeleteOptions{})
+			}
+		})
+		var notReady []string
+		defer func() {
+			if t.Failed() {
+				t.Logf("not ready: %v", notReady)
+			}
+		}()
+		e2etest.Eventually(t, 60*time.Second, "50 Tenants are Ready", func() bool {
+			list, err := tenants.List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			notReady = notReady[:0]
+			for i := range list.Items {
+				if !isReady(&list.Items[i], 4) {
+					notReady = append(notReady, fmt.Sprintf("%s %+v", list.Items[i].Name, list.Items[i].Status))
+				}
+			}
+			return len(notReady) == 0
+		})
+		converged := time.Since(began)
+		// The last status writes come back as events: let them settle.
+		settled := e2etest.Metric(t, registry, "kooper_controller_handle_duration_seconds", nil)
+		for {
+			time.Sleep(time.Second)
+			now := e2etest.Metric(t, registry, "kooper_controller_handle_duration_seconds", nil)
+			if now == settled {
+				break
+			}
+			settled = now
+		}
+		perTenant := (settled - callsBefore) / n
+		time.Sleep(10 * time.Second)
+		quiet := e2etest.Metric(t, registry, "kooper_controller_handle_duration_seconds", nil) - settled
+		t.Logf("50 Tenants Ready in %s; %.1f handler calls per Tenant (all controllers); %v calls in the 10s after", converged.Round(time.Millisecond), perTenant, quiet)
+		if quiet != 0 {
+			t.Errorf("got %v handler calls in a 10s quiet window after convergence, want 0 (a hot loop)", quiet)
+		}
+		// Per Tenant: its creation and its status write (2), one per child
+		// created (5 events, most dropped as echoes of our own writes before
+		// reaching the handler, but counted here), the quota controller's
+		// status writes, and a few conflicts. A hot loop would exceed this.
+		if perTenant > maxCallsPerTenant {
+			t.Errorf("got %.1f handler calls per Tenant, want at most %d", perTenant, maxCallsPerTenant)
+		}
+	})
+
+	t.Run("deleting the Tenant deletes everything through garbage collection", func(t *testing.T) {
+		if err := tenants.Delete(ctx, "acme", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		e2etest.Eventually(t, 90*time.Second, "namespace tenant-acme is gone", func() bool {
+			_, err := kube.CoreV1().Namespaces().Get(ctx, "tenant-acme", metav1.GetOptions{})
+			return apierrors.IsNotFound(err)
+		})
+		t.Logf("namespace and children deleted by the garbage collector and the namespace controller in %s", time.Since(began).Round(time.Millisecond))
+	})
+}
+
+// maxCallsPerTenant bounds the handler calls, counted across the six
+// controllers, that one new Tenant causes until it is quiet.
+const maxCallsPerTenant = 12
+
+func e2eManifests(t *testing.T) {
+	t.Helper()
+	e2etest.Apply(t, cluster, "../../../manifests/crds", "../../../manifests/rbac/multi-resource")
+	client := versioned.NewForConfigOrDie(cluster.Config())
+	e2etest.Eventually(t, 30*time.Second, "the Tenant CRD is served", func() bool {
+		_, err := client.TenancyV1alpha1().Tenants().List(context.Background(), metav1.ListOptions{})
+		return err == nil
+	})
+}
+
+func ready(t *testing.T, tenants interface {
+	Get(context.Context, string, metav1.GetOptions) (*tenancyv1alpha1.Tenant, error)
+}, name string, children int) bool {
+	t.Helper()
+	tn, err := tenants.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return isReady(tn, children)
+}
+
+// isReady reports whether tn's status is Ready for its generation with
+// children ready children.
+func isReady(tn *tenancyv1alpha1.Tenant, children int) bool {
+	if tn.Status.ObservedGeneration != tn.Generation || len(tn.Status.Children) != children {
+		return false
+	}
+	for _, c := range tn.Status.Children {
+		if !c.Ready {
+			return false
+		}
+	}
+	for _, c := range tn.Status.Conditions {
+		if c.Type == tenancyv1alpha1.ConditionReady {
+			return c.Status == metav1.ConditionTrue && c.ObservedGeneration == tn.Generation
+		}
+	}
+	return false
+}

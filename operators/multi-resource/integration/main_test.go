@@ -1,0 +1,14 @@
+package integration_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+var cluster *devcluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
+}

@@ -1,0 +1,272 @@
+// Package operator wires the multi-resource operator: one controller for
+// Tenants and one per child kind (Namespace, ResourceQuota, LimitRange,
+// RoleBinding, NetworkPolicy), all sharing one handler, plus metrics, health
+// endpoints and leader election. cmd/ turns flags into a Config and calls
+// Run; tests call Run the same way against a local control plane.
+//
+// Why split controllers: each watches one type with its own retriever,
+// interval and middleware. The child controllers list and watch only the
+// objects labelled as managed by this operator, keep no managedFields in
+// their caches, never resync (nothing they hold can drift unseen), and see
+// deletions (controller.Config.HandleDeleted) so that a child deleted by hand
+// is made again. Each maps a child to its Tenant (owner.Middleware) and calls
+// the same handler the Tenant controller calls.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
+	"github.com/kooperkit/kooper/kooper/health"
+	"github.com/kooperkit/kooper/kooper/log"
+	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/kooperkit/kooper/kooper/owner"
+	"github.com/kooperkit/kooper/operators/multi-resource/internal/handler"
+	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
+)
+
+// Defaults, shared with cmd/ and the manifests in manifests/multi-resource.
+const (
+	DefaultName      = "multi-resource"
+	DefaultNamespace = "kooper-system"
+	// DefaultResync is how often every Tenant is handled again anyway. The
+	// child controllers see drift as it happens; this is a safety net.
+	DefaultResync = 10 * time.Minute
+)
+
+// ErrInvalidConfig is wrapped by Run's errors about its Config.
+var ErrInvalidConfig = errors.New("invalid multi-resource config")
+
+// Config configures the operator.
+type Config struct {
+	// REST reaches the API server, with the QPS and burst to use. Required.
+	REST *rest.Config
+	// Name is the operator's name: the field manager of what it applies,
+	// the Lease's name, the controllers' name prefix. Default DefaultName.
+	Name string
+	// Namespace holds the Lease. Default DefaultNamespace.
+	Namespace string
+	// Resync is the Tenant controller's resync interval. Default
+	// DefaultResync.
+	Resync time.Duration
+	// HTTPAddr serves /metrics, /healthz and /readyz. Empty: not served.
+	HTTPAddr string
+	// DisableLeaderElection runs the controllers without holding the Lease:
+	// for a single replica only.
+	DisableLeaderElection bool
+	// Logger receives the operator's logs. Default log.Noop.
+	Logger log.Logger
+	// Registry receives the metrics. Default: a new registry.
+	Registry *prom.Registry
+}
+
+func (c *Config) defaults() {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+	if c.Resync <= 0 {
+		c.Resync = DefaultResync
+	}
+	if c.Logger == nil {
+		c.Logger = log.Noop
+	}
+	if c.Registry == nil {
+		c.Registry = prom.NewRegistry()
+	}
+}
+
+// Run runs the operator until ctx is done, then stops everything it started
+// and returns. It returns an error if anything fails to start, or
+// leaderelection.ErrLeaseLost if the replica lost the Lease.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	if cfg.REST == nil {
+		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
+	}
+	kube, err := kubernetes.NewForConfig(cfg.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the Kubernetes client: %w", err)
+	}
+	tenancy, err := versioned.NewForConfig(cfg.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the tenancy client: %w", err)
+	}
+	metrics, err := newMetrics(cfg.Registry)
+	if err != nil {
+		return err
+	}
+	recorder, err := kooperprom.New(cfg.Registry, kooperprom.Options{})
+	if err != nil {
+		return fmt.Errorf("could not register the controller metrics: %w", err)
+	}
+
+	h := &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: cfg.Name, Writes: &handler.Writes{}, Metrics: metrics}
+	tenants := tenancy.TenancyV1alpha1().Tenants()
+	primary, err := controller.New(controller.Config{
+		Name:            cfg.Name,
+		Handler:         h.New(),
+		Retriever:       controller.NewRetriever(tenancy, tenants.List, tenants.Watch),
+		ResyncInterval:  cfg.Resync,
+		Logger:          cfg.Logger,
+		MetricsRecorder: recorder,
+	})
+	if err != nil {
+		return err
+	}
+	ctrls := []*controller.Controller{primary}
+
+	// The owner of a child, read from the API server when a child changed.
+	getTenant := func(ctx context.Context, _, name string) (runtime.Object, error) {
+		return tenants.Get(ctx, name, metav1.GetOptions{})
+	}
+	children := []struct {
+		kind      string
+		retriever controller.Retriever
+	}{
+		{tenant.KindNamespace, managed(kube, kube.CoreV1().Namespaces().List, kube.CoreV1().Namespaces().Watch)},
+		{tenant.KindResourceQuota, managed(kube, kube.CoreV1().ResourceQuotas("").List, kube.CoreV1().ResourceQuotas("").Watch)},
+		{tenant.KindLimitRange, managed(kube, kube.CoreV1().LimitRanges("").List, kube.CoreV1().LimitRanges("").Watch)},
+		{tenant.KindRoleBinding, managed(kube, kube.RbacV1().RoleBindings("").List, kube.RbacV1().RoleBindings("").Watch)},
+		{tenant.KindNetworkPolicy, managed(kube, kube.NetworkingV1().NetworkPolicies("").List, kube.NetworkingV1().NetworkPolicies("").Watch)},
+	}
+	for _, c := range children {
+		ctrl, err := controller.New(controller.Config{
+			Name: cfg.Name + "-" + strings.ToLower(c.kind),
+			// Outermost first: drop echoes of our own writes, then map the
+			// child to its Tenant, then the shared handler.
+			Handler:         controller.Chain(h.New(), handler.Children(c.kind, h.Writes), owner.Middleware(tenancyv1alpha1.Kind("Tenant"), getTenant)),
+			Retriever:       c.retriever,
+			Transform:       stripManagedFields,
+			DisableResync:   true,
+			HandleDeleted:   true,
+			Logger:          cfg.Logger,
+			MetricsRecorder: recorder,
+		})
+		if err != nil {
+			return err
+		}
+		ctrls = append(ctrls, ctrl)
+	}
+
+	leader := health.NewLeader(recorder)
+	synced := make([]health.Synced, len(ctrls))
+	for i, c := range ctrls {
+		synced[i] = c
+	}
+	if cfg.HTTPAddr != "" {
+		var l *health.Leader
+		if !cfg.DisableLeaderElection {
+			l = leader
+		}
+		srv, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, Ready: health.Readiness(l, synced...), Logger: cfg.Logger})
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		cfg.Logger.Info("serving metrics and health", "addr", srv.Addr())
+	}
+
+	cfg.Logger.Info("multi-resource operator starting", "controllers", len(ctrls), "leaderElection", !cfg.DisableLeaderElection)
+	if cfg.DisableLeaderElection {
+		return runAll(ctx, ctrls)
+	}
+	runnables := make([]leaderelection.Runnable, len(ctrls))
+	for i, c := range ctrls {
+		runnables[i] = c
+	}
+	runner, err := leaderelection.New(leaderelection.Config{
+		Name:      cfg.Name,
+		Namespace: cfg.Namespace,
+		Client:    kube.CoordinationV1(),
+		Logger:    cfg.Logger,
+		Recorder:  leader,
+	}, runnables...)
+	if err != nil {
+		return err
+	}
+	return runner.Run(ctx)
+}
+
+// managed returns a retriever of the objects labelled as managed by this
+// operator only.
+func managed[L runtime.Object](client any, list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) controller.Retriever {
+	sel := tenant.ManagedByLabel + "=" + tenant.ManagedBy
+	return controller.NewRetriever(client,
+		func(ctx context.Context, opts metav1.ListOptions) (L, error) {
+			opts.LabelSelector = sel
+			return list(ctx, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = sel
+			return watchFn(ctx, opts)
+		})
+}
+
+// stripManagedFields drops managedFields before objects enter a cache: the
+// handler never reads them, and they are a large share of each object.
+func stripManagedFields(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// runAll runs every controller until ctx is done and returns the first
+// error, after all have returned.
+func runAll(ctx context.Context, ctrls []*controller.Controller) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errs := make([]error, len(ctrls))
+	var wg sync.WaitGroup
+	for i, c := range ctrls {
+		wg.Go(func() {
+			errs[i] = c.Run(ctx)
+			cancel() // one stopping stops all
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// metrics are the operator's own metrics.
+type metrics struct {
+	drift *prom.CounterVec
+}
+
+func newMetrics(reg prom.Registerer) (*metrics, error) {
+	m := &metrics{drift: prom.NewCounterVec(prom.CounterOpts{
+		Name: "kooper_tenant_drift_repairs_total",
+		Help: "Children of Tenants restored after someone else changed or deleted them, by kind.",
+	}, []string{"kind"})}
+	for _, kind := range []string{tenant.KindNamespace, tenant.KindResourceQuota, tenant.KindLimitRange, tenant.KindRoleBinding, tenant.KindNetworkPolicy} {
+		m.drift.WithLabelValues(kind) // every series from the start, at 0
+	}
+	for _, c := range []prom.Collector{m.drift, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("could not register metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// DriftRepaired implements handler.Metrics.
+func (m *metrics) DriftRepaired(kind string) { m.drift.WithLabelValues(kind).Inc() }

@@ -1,0 +1,125 @@
+// Package tenant says what a Tenant is made of: the namespace and the
+// objects in it, as server-side apply configurations, built from the Tenant
+// alone. It makes no API call, so it is tested without Kubernetes; the
+// handler applies what it returns.
+//
+// Every child carries the labels ManagedByLabel=ManagedBy (the child
+// controllers watch only those) and TenantLabel=<tenant>, and a controller
+// owner reference to the Tenant: deleting the Tenant deletes them through
+// the garbage collector.
+package tenant
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
+)
+
+// Labels and names every child carries.
+const (
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	ManagedBy      = "kooper-multi-resource"
+	TenantLabel    = "tenancy.kooperkit.io/tenant"
+)
+
+// Names of the objects in a tenant's namespace.
+const (
+	QuotaName         = "tenant-quota"
+	LimitRangeName    = "tenant-limits"
+	RoleBindingName   = "tenant-admins"
+	NetworkPolicyName = "tenant-default-deny"
+	// AdminClusterRole is the built-in ClusterRole the admins are bound to.
+	AdminClusterRole = "admin"
+)
+
+// Kinds of the children, as status.children names them.
+const (
+	KindNamespace     = "Namespace"
+	KindResourceQuota = "ResourceQuota"
+	KindLimitRange    = "LimitRange"
+	KindRoleBinding   = "RoleBinding"
+	KindNetworkPolicy = "NetworkPolicy"
+)
+
+// Namespace returns the name of t's namespace.
+func Namespace(t *tenancyv1alpha1.Tenant) string { return tenancyv1alpha1.NamespacePrefix + t.Name }
+
+// Children is everything a Tenant is made of, in the order to apply it: the
+// namespace first.
+type Children struct {
+	Namespace   *corev1ac.NamespaceApplyConfiguration
+	Quota       *corev1ac.ResourceQuotaApplyConfiguration
+	LimitRange  *corev1ac.LimitRangeApplyConfiguration
+	RoleBinding *rbacv1ac.RoleBindingApplyConfiguration
+	// NetworkPolicy is nil when the tenant is not isolated: it must not
+	// exist.
+	NetworkPolicy *networkingv1ac.NetworkPolicyApplyConfiguration
+}
+
+// Desired returns the children of t. Every field the operator cares about is
+// set, so applying them restores anything changed by hand, and leaves out
+// what it does not own (other labels, other objects in the namespace).
+func Desired(t *tenancyv1alpha1.Tenant) Children {
+	ns := Namespace(t)
+	labels := map[string]string{ManagedByLabel: ManagedBy, TenantLabel: t.Name}
+	owner := metav1ac.OwnerReference().
+		WithAPIVersion(tenancyv1alpha1.SchemeGroupVersion.String()).
+		WithKind("Tenant").
+		WithName(t.Name).
+		WithUID(t.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+
+	q, d := t.Spec.Quota, t.Spec.DefaultLimits
+	c := Children{
+		Namespace: corev1ac.Namespace(ns).WithLabels(labels).WithOwnerReferences(owner),
+		Quota: corev1ac.ResourceQuota(QuotaName, ns).WithLabels(labels).WithOwnerReferences(owner).
+			WithSpec(corev1ac.ResourceQuotaSpec().WithHard(corev1.ResourceList{
+				corev1.ResourceRequestsCPU:    q.CPU,
+				corev1.ResourceLimitsCPU:      q.CPU,
+				corev1.ResourceRequestsMemory: q.Memory,
+				corev1.ResourceLimitsMemory:   q.Memory,
+				corev1.ResourcePods:           *resourceInt(int64(q.Pods)),
+			})),
+		LimitRange: corev1ac.LimitRange(LimitRangeName, ns).WithLabels(labels).WithOwnerReferences(owner).
+			WithSpec(corev1ac.LimitRangeSpec().WithLimits(corev1ac.LimitRangeItem().
+				WithType(corev1.LimitTypeContainer).
+				WithDefault(corev1.ResourceList{corev1.ResourceCPU: d.CPU, corev1.ResourceMemory: d.Memory}).
+				WithDefaultRequest(corev1.ResourceList{corev1.ResourceCPU: d.CPU, corev1.ResourceMemory: d.Memory}))),
+		RoleBinding: rbacv1ac.RoleBinding(RoleBindingName, ns).WithLabels(labels).WithOwnerReferences(owner).
+			WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(AdminClusterRole)).
+			WithSubjects(subjects(t.Spec.Admins)...),
+	}
+	if t.Spec.NetworkIsolation {
+		// Selects every pod and allows no ingress: all ingress is denied.
+		c.NetworkPolicy = networkingv1ac.NetworkPolicy(NetworkPolicyName, ns).WithLabels(labels).WithOwnerReferences(owner).
+			WithSpec(networkingv1ac.NetworkPolicySpec().
+				WithPodSelector(metav1ac.LabelSelector()).
+				WithPolicyTypes(networkingv1.PolicyTypeIngress))
+	}
+	return c
+}
+
+func subjects(admins []tenancyv1alpha1.Admin) []*rbacv1ac.SubjectApplyConfiguration {
+	out := make([]*rbacv1ac.SubjectApplyConfiguration, 0, len(admins))
+	for _, a := range admins {
+		out = append(out, rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(a.Kind).WithName(a.Name))
+	}
+	return out
+}
+
+// OwnedBy reports whether obj's controller is the Tenant t (same UID).
+func OwnedBy(obj metav1.Object, t *tenancyv1alpha1.Tenant) bool {
+	ref := metav1.GetControllerOfNoCopy(obj)
+	return ref != nil && ref.UID == t.UID && ref.Kind == "Tenant"
+}
+
+func resourceInt(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }

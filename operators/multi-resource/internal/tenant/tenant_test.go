@@ -1,0 +1,117 @@
+package tenant_test
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
+	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
+)
+
+func acme(isolated bool) *tenancyv1alpha1.Tenant {
+	return &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{Name: "acme", UID: "acme-uid"},
+		Spec: tenancyv1alpha1.TenantSpec{
+			Admins:           []tenancyv1alpha1.Admin{{Kind: "User", Name: "alice"}, {Kind: "Group", Name: "devs"}},
+			Quota:            &tenancyv1alpha1.Quota{CPU: resource.MustParse("2"), Memory: resource.MustParse("4Gi"), Pods: 20},
+			DefaultLimits:    &tenancyv1alpha1.ContainerDefaults{CPU: resource.MustParse("500m"), Memory: resource.MustParse("256Mi")},
+			NetworkIsolation: isolated,
+		},
+	}
+}
+
+func TestDesired(t *testing.T) {
+	c := tenant.Desired(acme(true))
+	if *c.Namespace.Name != "tenant-acme" {
+		t.Errorf("got namespace %q, want tenant-acme", *c.Namespace.Name)
+	}
+	// Every child: labels and a blocking controller reference to the Tenant.
+	for _, ch := range []struct {
+		kind      string
+		namespace *string
+		labels    map[string]string
+		owner     func() (uid string, controller, block *bool)
+	}{
+		{"Namespace", nil, c.Namespace.Labels, func() (string, *bool, *bool) {
+			r := c.Namespace.OwnerReferences[0]
+			return string(*r.UID), r.Controller, r.BlockOwnerDeletion
+		}},
+		{"ResourceQuota", c.Quota.Namespace, c.Quota.Labels, func() (string, *bool, *bool) {
+			r := c.Quota.OwnerReferences[0]
+			return string(*r.UID), r.Controller, r.BlockOwnerDeletion
+		}},
+		{"LimitRange", c.LimitRange.Namespace, c.LimitRange.Labels, func() (string, *bool, *bool) {
+			r := c.LimitRange.OwnerReferences[0]
+			return string(*r.UID), r.Controller, r.BlockOwnerDeletion
+		}},
+		{"RoleBinding", c.RoleBinding.Namespace, c.RoleBinding.Labels, func() (string, *bool, *bool) {
+			r := c.RoleBinding.OwnerReferences[0]
+			return string(*r.UID), r.Controller, r.BlockOwnerDeletion
+		}},
+		{"NetworkPolicy", c.NetworkPolicy.Namespace, c.NetworkPolicy.Labels, func() (string, *bool, *bool) {
+			r := c.NetworkPolicy.OwnerReferences[0]
+			return string(*r.UID), r.Controller, r.BlockOwnerDeletion
+		}},
+	} {
+		if ch.namespace != nil && *ch.namespace != "tenant-acme" {
+			t.Errorf("%s: got namespace %q, want tenant-acme", ch.kind, *ch.namespace)
+		}
+		if ch.labels[tenant.ManagedByLabel] != tenant.ManagedBy || ch.labels[tenant.TenantLabel] != "acme" {
+			t.Errorf("%s: got labels %v", ch.kind, ch.labels)
+		}
+		uid, ctrl, block := ch.owner()
+		if uid != "acme-uid" || ctrl == nil || !*ctrl || block == nil || !*block {
+			t.Errorf("%s: got owner %s controller %v block %v, want acme-uid, true, true", ch.kind, uid, ctrl, block)
+		}
+	}
+	hard := *c.Quota.Spec.Hard
+	for _, r := range []corev1.ResourceName{corev1.ResourceRequestsCPU, corev1.ResourceLimitsCPU} {
+		if q := hard[r]; q.String() != "2" {
+			t.Errorf("got %s %s, want 2", r, q.String())
+		}
+	}
+	if q := hard[corev1.ResourcePods]; q.String() != "20" {
+		t.Errorf("got pods %s, want 20", q.String())
+	}
+	if d := c.LimitRange.Spec.Limits[0].Default; d.Cpu().String() != "500m" || d.Memory().String() != "256Mi" {
+		t.Errorf("got default limits %v", d)
+	}
+	if s := c.RoleBinding.Subjects; len(s) != 2 || *s[0].Kind != "User" || *s[1].Name != "devs" || *c.RoleBinding.RoleRef.Name != "admin" {
+		t.Errorf("got binding %+v", c.RoleBinding)
+	}
+	if len(c.NetworkPolicy.Spec.PolicyTypes) != 1 || len(c.NetworkPolicy.Spec.Ingress) != 0 {
+		t.Errorf("got policy %+v, want ingress denied to every pod", c.NetworkPolicy.Spec)
+	}
+}
+
+func TestNoNetworkPolicyWithoutIsolation(t *testing.T) {
+	if c := tenant.Desired(acme(false)); c.NetworkPolicy != nil {
+		t.Errorf("got a NetworkPolicy for a tenant that is not isolated")
+	}
+}
+
+func TestOwnedBy(t *testing.T) {
+	tn := acme(false)
+	yes := true
+	tests := []struct {
+		name string
+		refs []metav1.OwnerReference
+		want bool
+	}{
+		{"no owner", nil, false},
+		{"the tenant", []metav1.OwnerReference{{Kind: "Tenant", Name: "acme", UID: "acme-uid", Controller: &yes}}, true},
+		{"a re-created tenant", []metav1.OwnerReference{{Kind: "Tenant", Name: "acme", UID: "old-uid", Controller: &yes}}, false},
+		{"not as controller", []metav1.OwnerReference{{Kind: "Tenant", Name: "acme", UID: "acme-uid"}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tt.refs}}
+			if got := tenant.OwnedBy(obj, tn); got != tt.want {
+				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
