@@ -29,6 +29,10 @@ import (
 // Finalizer is the finalizer the operator keeps on every PodTerminator.
 const Finalizer = "chaos.kooperkit.io/pod-terminator"
 
+// recordTimeout bounds the status write that records a period's
+// terminations, which outlives a cancelled handling context.
+const recordTimeout = time.Second
+
 // Reasons of the Events recorded for each period that chose pods.
 const (
 	ReasonTerminated = "Terminated"
@@ -160,17 +164,22 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 				fmt.Sprintf("%d of %d live pods terminated", len(res.Terminated), res.Live))
 		}
 	}
+	// The pods are gone: record them even if the operator is stopping
+	// (its context cancelled), within a bound short enough for the
+	// controller's shutdown timeout.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
 	first := true
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
-			fresh, err := h.Client.ChaosV1alpha1().PodTerminators().Get(ctx, pt.Name, metav1.GetOptions{})
+			fresh, err := h.Client.ChaosV1alpha1().PodTerminators().Get(rctx, pt.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			*pt = *fresh
 		}
 		first = false
-		return h.setStatus(ctx, pt, record)
+		return h.setStatus(rctx, pt, record)
 	})
 	if err != nil {
 		return err
