@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,9 @@ type Config struct {
 	// Ready answers /readyz: nil is ready (200), an error is not (503, with
 	// the error as the body). Default: always ready.
 	Ready func() error
+	// EnableProfiling serves Go's profiles under /debug/pprof/ (net/http/pprof).
+	// Off by default: profiles expose internals and cost CPU while taken.
+	EnableProfiling bool
 	// Logger receives the server's errors. Default log.Noop.
 	Logger log.Logger
 }
@@ -77,6 +81,13 @@ func Start(cfg Config) (*Server, error) {
 		}
 		fmt.Fprintln(w, "ok")
 	})
+	if cfg.EnableProfiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return Serve(cfg.Addr, mux, cfg.Logger)
 }
 

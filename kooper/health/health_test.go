@@ -120,3 +120,18 @@ func TestLeaderPassesTheStatusOn(t *testing.T) {
 		t.Errorf("got leading %v and calls %v", l.Leading(), next.calls)
 	}
 }
+
+func TestProfilingIsServedOnlyWhenEnabled(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, enabled := range []bool{false, true} {
+		srv, err := health.Start(health.Config{Addr: "127.0.0.1:0", EnableProfiling: enabled})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, _ := get(t, "http://"+srv.Addr()+"/debug/pprof/cmdline")
+		srv.Stop()
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[enabled]; code != want {
+			t.Errorf("profiling %v: got %d, want %d", enabled, code, want)
+		}
+	}
+}

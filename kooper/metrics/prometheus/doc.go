@@ -23,6 +23,15 @@
 //	| kooper_controller_queue_length            | gauge     | controller          | keys waiting in the queue now          |
 //	| kooper_controller_leader                  | gauge     | controller          | 1 while leading, 0 otherwise           |
 //
+// RegisterRESTClientMetrics adds client-go's REST client metrics, for every
+// client of the process (see its documentation for why they are process-wide):
+//
+//	| metric                                           | type      | labels             | meaning                                  |
+//	|--------------------------------------------------|-----------|--------------------|------------------------------------------|
+//	| kooper_rest_client_requests_total                | counter   | code, method, host | requests to the API server               |
+//	| kooper_rest_client_request_duration_seconds      | histogram | verb, host         | request latency                          |
+//	| kooper_rest_client_rate_limiter_duration_seconds | histogram | verb, host         | wait for the client's own QPS limiter    |
+//
 // Label values:
 //   - controller is the controller's Config.Name; for kooper_controller_leader
 //     it is the name given to [Recorder.SetLeader].

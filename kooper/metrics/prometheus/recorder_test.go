@@ -474,6 +474,10 @@ func TestDocTableListsEveryMetric(t *testing.T) {
 
 	rec, reg := newRecorder(t, kooperprom.Options{})
 	recordEverything(rec)
+	if err := kooperprom.RegisterRESTClientMetrics(reg); err != nil {
+		t.Fatal(err)
+	}
+	restRequest(t)
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,12 @@
 package e2etest
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -109,4 +114,48 @@ func Metric(t testing.TB, g prom.Gatherer, name string, labels map[string]string
 		}
 	}
 	return sum
+}
+
+// FreeAddr returns a 127.0.0.1 address with a port free at the time of the
+// call.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}
+
+// CheckMetrics scrapes url (an operator's /metrics) and fails the test if
+// `promtool check metrics` (Debian's prometheus package, which .ci/run
+// installs) reports any problem. Without promtool the test is skipped,
+// except in CI.
+func CheckMetrics(t testing.TB, url string) {
+	t.Helper()
+	promtool, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("promtool is missing: .ci/run installs Debian's prometheus package")
+		}
+		t.Skip("promtool is missing: apt-get install prometheus")
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v", url, resp.StatusCode, err)
+	}
+	cmd := exec.Command(promtool, "check", "metrics")
+	cmd.Stdin = bytes.NewReader(body)
+	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("promtool check metrics on %s: %v\n%s", url, err, out)
+	}
 }

@@ -41,9 +41,11 @@ func TestTenantsEndToEnd(t *testing.T) {
 	tenants := versioned.NewForConfigOrDie(adminCfg).TenancyV1alpha1().Tenants()
 
 	registry := prom.NewRegistry()
+	httpAddr := e2etest.FreeAddr(t)
 	cfg := operator.Config{
 		REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "multi-resource", 100, 200), // the command's defaults
 		Registry: registry,
+		HTTPAddr: httpAddr,
 		Logger:   log.NewStd(t.Output(), log.StdOptions{}),
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
@@ -256,6 +258,10 @@ func TestTenantsEndToEnd(t *testing.T) {
 		if perTenant > maxCallsPerTenant {
 			t.Errorf("got %.1f handler calls per Tenant, want at most %d", perTenant, maxCallsPerTenant)
 		}
+	})
+
+	t.Run("the metrics pass promtool check metrics", func(t *testing.T) {
+		e2etest.CheckMetrics(t, "http://"+httpAddr+"/metrics")
 	})
 
 	t.Run("deleting the Tenant deletes everything through garbage collection", func(t *testing.T) {

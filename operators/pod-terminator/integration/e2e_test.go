@@ -2,7 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"net"
 	"regexp"
 	"strconv"
 	"strings"
@@ -48,7 +47,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 
 	// The webhook, registered by URL on 127.0.0.1 with no CA: the operator
 	// generates its certificate and injects the CA, as in a cluster.
-	addr := freeAddr(t)
+	addr := e2etest.FreeAddr(t)
 	registerWebhook(t, admin, addr)
 
 	ns, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "victims-"}}, metav1.CreateOptions{})
@@ -61,10 +60,12 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	pods.startCountingMinimum()
 
 	registry := prom.NewRegistry()
+	httpAddr := e2etest.FreeAddr(t)
 	cfg := operator.Config{
 		REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100), // the command's defaults
 		Registry: registry,
 		Webhook:  operator.Webhook{Addr: addr, Hosts: []string{"127.0.0.1"}},
+		HTTPAddr: httpAddr,
 		Logger:   log.NewStd(t.Output(), log.StdOptions{}),
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
@@ -234,6 +235,10 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("the metrics pass promtool check metrics", func(t *testing.T) {
+		e2etest.CheckMetrics(t, "http://"+httpAddr+"/metrics")
+	})
+
 	if m := pods.minimum(); m < 8 {
 		t.Errorf("the live victims dropped to %d, want never below the minimum 8", m)
 	} else {
@@ -287,19 +292,6 @@ func registerWebhook(t *testing.T, client kubernetes.Interface, addr string) {
 			t.Errorf("could not remove the webhook configuration: %v", err)
 		}
 	})
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
 }
 
 func createVictims(t *testing.T, client kubernetes.Interface, ns string, replicas int32) {

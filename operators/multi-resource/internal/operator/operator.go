@@ -67,6 +67,8 @@ type Config struct {
 	Resync time.Duration
 	// HTTPAddr serves /metrics, /healthz and /readyz. Empty: not served.
 	HTTPAddr string
+	// EnableProfiling also serves /debug/pprof/ on HTTPAddr.
+	EnableProfiling bool
 	// DisableLeaderElection runs the controllers without holding the Lease:
 	// for a single replica only.
 	DisableLeaderElection bool
@@ -117,6 +119,11 @@ func Run(ctx context.Context, cfg Config) error {
 	recorder, err := kooperprom.New(cfg.Registry, kooperprom.Options{})
 	if err != nil {
 		return fmt.Errorf("could not register the controller metrics: %w", err)
+	}
+	// client-go's REST client metrics are process-wide: registered once per
+	// registry, they count every client of the process.
+	if err := kooperprom.RegisterRESTClientMetrics(cfg.Registry); err != nil {
+		return err
 	}
 
 	h := &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: cfg.Name, Writes: &handler.Writes{}, Metrics: metrics}
@@ -177,7 +184,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if !cfg.DisableLeaderElection {
 			l = leader
 		}
-		srv, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, Ready: health.Readiness(l, synced...), Logger: cfg.Logger})
+		srv, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(l, synced...), Logger: cfg.Logger})
 		if err != nil {
 			return err
 		}

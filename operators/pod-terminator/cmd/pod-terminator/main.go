@@ -43,6 +43,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		qps         = fs.Float64("kube-api-qps", 50, "client requests per second to the API server (client-go's default 5 is too low for an operator)")
 		burst       = fs.Int("kube-api-burst", 100, "client request burst to the API server")
 		httpAddr    = fs.String("http-addr", ":8080", "address serving /metrics, /healthz and /readyz; empty disables it")
+		pprof       = fs.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on -http-addr")
 		leaderElect = fs.Bool("leader-elect", true, "hold a Lease so that only one replica acts; turn off for a single local replica")
 		namespace   = fs.String("namespace", cli.EnvOr("POD_NAMESPACE", operator.DefaultNamespace), "the operator's namespace: its Lease and webhook Secret live there, and it is never a target")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
@@ -76,6 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		REST:                  restConfig,
 		Namespace:             *namespace,
 		HTTPAddr:              *httpAddr,
+		EnableProfiling:       *pprof,
 		DisableLeaderElection: !*leaderElect,
 		DryRunAll:             *dryRunAll,
 		Webhook: operator.Webhook{

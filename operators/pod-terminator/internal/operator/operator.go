@@ -69,6 +69,8 @@ type Config struct {
 
 	// HTTPAddr serves /metrics, /healthz and /readyz. Empty: not served.
 	HTTPAddr string
+	// EnableProfiling also serves /debug/pprof/ on HTTPAddr.
+	EnableProfiling bool
 	// DisableLeaderElection runs the controller without holding the Lease:
 	// for a single replica only.
 	DisableLeaderElection bool
@@ -161,6 +163,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("could not register the controller metrics: %w", err)
 	}
+	// client-go's REST client metrics are process-wide: registered once per
+	// registry, they count every client of the process.
+	if err := kooperprom.RegisterRESTClientMetrics(cfg.Registry); err != nil {
+		return err
+	}
 	leader := health.NewLeader(recorder)
 
 	// Events about PodTerminators, one per period: allow one per second per
@@ -234,7 +241,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if !cfg.DisableLeaderElection {
 			l = leader
 		}
-		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, Ready: health.Readiness(l, ctrl), Logger: logger})
+		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(l, ctrl), Logger: logger})
 		if err != nil {
 			return err
 		}
