@@ -42,9 +42,10 @@ type Config struct {
 	Addr string
 	// Gatherer is served on /metrics. Default: no /metrics.
 	Gatherer prometheus.Gatherer
-	// Ready answers /readyz: nil is ready (200), an error is not (503, with
-	// the error as the body). Default: always ready.
-	Ready func() error
+	// Ready answers /readyz: a nil error is ready (200, with the status as
+	// the body, e.g. the replica's role), an error is not (503, with the
+	// error as the body). Default: always ready.
+	Ready func() (status string, err error)
 	// EnableProfiling serves Go's profiles under /debug/pprof/ (net/http/pprof).
 	// Off by default: profiles expose internals and cost CPU while taken.
 	EnableProfiling bool
@@ -73,13 +74,16 @@ func Start(cfg Config) (*Server, error) {
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		status := "ok"
 		if cfg.Ready != nil {
-			if err := cfg.Ready(); err != nil {
+			s, err := cfg.Ready()
+			if err != nil {
 				http.Error(w, err.Error(), http.StatusServiceUnavailable)
 				return
 			}
+			status = s
 		}
-		fmt.Fprintln(w, "ok")
+		fmt.Fprintln(w, status)
 	})
 	if cfg.EnableProfiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
@@ -174,19 +178,22 @@ type Synced interface {
 
 // Readiness returns a Config.Ready: ready when every controller has synced,
 // or, with leader election (leader not nil), while this replica is a
-// standby.
-func Readiness(leader *Leader, controllers ...Synced) func() error {
-	return func() error {
+// standby. The status says which: "leading", "standby" or "synced" (without
+// leader election).
+func Readiness(leader *Leader, controllers ...Synced) func() (string, error) {
+	return func() (string, error) {
 		synced := true
 		for _, c := range controllers {
 			synced = synced && c.HasSynced()
 		}
 		switch {
-		case synced:
-			return nil
+		case leader == nil && synced:
+			return "synced", nil
 		case leader != nil && !leader.Leading():
-			return nil // a standby: ready to take over
+			return "standby", nil // ready to take over
+		case synced:
+			return "leading", nil
 		}
-		return errors.New("caches not synced yet")
+		return "", errors.New("leading, caches not synced yet")
 	}
 }

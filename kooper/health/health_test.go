@@ -36,11 +36,11 @@ func TestTheServerAnswersEachEndpoint(t *testing.T) {
 	srv, err := health.Start(health.Config{
 		Addr:     "127.0.0.1:0",
 		Gatherer: reg,
-		Ready: func() error {
+		Ready: func() (string, error) {
 			if !ready.Load() {
-				return errors.New("caches not synced yet")
+				return "", errors.New("caches not synced yet")
 			}
-			return nil
+			return "leading", nil
 		},
 	})
 	if err != nil {
@@ -55,7 +55,7 @@ func TestTheServerAnswersEachEndpoint(t *testing.T) {
 	}{
 		{"/healthz", false, http.StatusOK, "ok"},
 		{"/readyz", false, http.StatusServiceUnavailable, "caches not synced yet"},
-		{"/readyz", true, http.StatusOK, "ok"},
+		{"/readyz", true, http.StatusOK, "leading"},
 		{"/metrics", true, http.StatusOK, "things_total 0"},
 		{"/nothing", true, http.StatusNotFound, ""},
 	}
@@ -80,12 +80,13 @@ func TestReadiness(t *testing.T) {
 		leading     bool
 		controllers []health.Synced
 		wantReady   bool
+		wantStatus  string
 	}{
-		{"synced without leader election", false, false, []health.Synced{synced(true), synced(true)}, true},
-		{"one controller not synced", false, false, []health.Synced{synced(true), synced(false)}, false},
-		{"a standby is ready", true, false, []health.Synced{synced(false)}, true},
-		{"a leader before sync is not", true, true, []health.Synced{synced(false)}, false},
-		{"a leader after sync is", true, true, []health.Synced{synced(true)}, true},
+		{"synced without leader election", false, false, []health.Synced{synced(true), synced(true)}, true, "synced"},
+		{"one controller not synced", false, false, []health.Synced{synced(true), synced(false)}, false, ""},
+		{"a standby is ready", true, false, []health.Synced{synced(false)}, true, "standby"},
+		{"a leader before sync is not", true, true, []health.Synced{synced(false)}, false, ""},
+		{"a leader after sync is", true, true, []health.Synced{synced(true)}, true, "leading"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -94,9 +95,9 @@ func TestReadiness(t *testing.T) {
 				leader = health.NewLeader(nil)
 				leader.SetLeader("op", tt.leading)
 			}
-			err := health.Readiness(leader, tt.controllers...)()
-			if (err == nil) != tt.wantReady {
-				t.Errorf("got %v, want ready %v", err, tt.wantReady)
+			status, err := health.Readiness(leader, tt.controllers...)()
+			if (err == nil) != tt.wantReady || status != tt.wantStatus {
+				t.Errorf("got %q, %v, want ready %v with %q", status, err, tt.wantReady, tt.wantStatus)
 			}
 		})
 	}

@@ -2,6 +2,10 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -42,9 +46,11 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	pods.startCountingMinimum()
 
 	// replica starts an operator; stop cancels it and returns Run's error.
-	replica := func() (reg *prom.Registry, stop func() error) {
+	replica := func() (reg *prom.Registry, readyz string, stop func() error) {
 		reg = prom.NewRegistry()
-		cfg := operator.Config{REST: e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100), Registry: reg}
+		addr := e2etest.FreeAddr(t)
+		readyz = "http://" + addr + "/readyz"
+		cfg := operator.Config{REST: e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100), Registry: reg, HTTPAddr: addr}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- operator.Run(rctx, cfg) }()
@@ -55,14 +61,19 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 			return err
 		}
 		t.Cleanup(func() { _ = stop() })
-		return reg, stop
+		return reg, readyz, stop
 	}
 	leading := func(reg *prom.Registry) bool {
 		return e2etest.Metric(t, reg, "kooper_controller_leader", map[string]string{"controller": operator.DefaultName}) == 1
 	}
-	regA, stopA := replica()
+	regA, readyA, stopA := replica()
 	e2etest.Eventually(t, 30*time.Second, "replica A leads", func() bool { return leading(regA) })
-	regB, _ := replica()
+	regB, readyB, _ := replica()
+	// Both replicas are ready, each saying its role, so a 2-replica
+	// Deployment is Available with one waiting.
+	e2etest.Eventually(t, 10*time.Second, "A is ready as leader and B as standby", func() bool {
+		return readiness(t, readyA) == "200 leading" && readiness(t, readyB) == "200 standby" && !leading(regB)
+	})
 
 	const name = "failover"
 	_, err = terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
@@ -90,6 +101,9 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 		return leading(regB) && pods.deletedCount() >= byA+6
 	})
 	t.Logf("replica B took over and terminated 6 more pods %s after A stopped", time.Since(handedOver).Round(time.Millisecond))
+	if got := readiness(t, readyB); got != "200 leading" {
+		t.Errorf("got B's /readyz %q after the handover, want 200 leading", got)
+	}
 
 	// Stop terminating, then compare: every pod the watch saw deleted is in
 	// the status, in the two replicas' metrics and in the Events.
@@ -125,4 +139,16 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	if m := pods.minimum(); m < 8 {
 		t.Errorf("the live victims dropped to %d across the leader change, want never below 8", m)
 	}
+}
+
+// readiness returns "<code> <body>" of a /readyz.
+func readiness(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		return err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return fmt.Sprintf("%d %s", resp.StatusCode, strings.TrimSpace(string(body)))
 }
