@@ -16,6 +16,7 @@ import (
 type handlingContext struct {
 	parent   context.Context
 	deadline time.Time
+	info     Handling
 
 	once   sync.Once
 	ready  atomic.Bool // inner and cancel are set
@@ -69,6 +70,9 @@ func (c *handlingContext) Err() error {
 // Done, so children derived from this context register on the built one
 // instead of starting a goroutine each.
 func (c *handlingContext) Value(key any) any {
+	if _, ok := key.(handlingKey); ok {
+		return c.info
+	}
 	if c.ready.Load() {
 		return c.inner.Value(key)
 	}
@@ -80,4 +84,25 @@ func (c *handlingContext) release() {
 	if c.ready.Load() {
 		c.cancel()
 	}
+}
+
+// Handling describes the handling a handler's context belongs to, for
+// decorators that log or trace it. Read it with HandlingFrom.
+type Handling struct {
+	// Controller is the controller's Config.Name.
+	Controller string
+	// Key is the object's "namespace/name" (or "name").
+	Key string
+	// Attempt counts the handlings of the key since its last success,
+	// from 1; retries raise it.
+	Attempt int
+}
+
+type handlingKey struct{}
+
+// HandlingFrom returns the Handling of a context the controller passed to a
+// handler, or false for any other context.
+func HandlingFrom(ctx context.Context) (Handling, bool) {
+	h, ok := ctx.Value(handlingKey{}).(Handling)
+	return h, ok
 }

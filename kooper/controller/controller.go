@@ -227,6 +227,7 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 	}
 
 	hctx := newHandlingContext(ctx, c.cfg.ProcessingTimeout)
+	hctx.info = Handling{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1}
 	err = c.handler.Handle(hctx, obj)
 	hctx.release()
 

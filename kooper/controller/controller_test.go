@@ -631,3 +631,37 @@ func TestWithoutHandleDeletedADeletionIsNotHandled(t *testing.T) {
 	}
 	_ = stop()
 }
+
+func TestTheHandlerContextDescribesTheHandling(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	var (
+		mu  sync.Mutex
+		got []controller.Handling
+	)
+	h := controller.HandlerFunc(func(ctx context.Context, _ runtime.Object) error {
+		info, ok := controller.HandlingFrom(ctx)
+		if !ok {
+			return controller.Terminal(errors.New("no handling in the context"))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		got = append(got, info)
+		if len(got) < 3 {
+			return errors.New("fail twice")
+		}
+		return nil
+	})
+	stop := start(t, controller.Config{Name: "describer", Handler: h, Retriever: src, DisableResync: true, RetryBaseDelay: time.Millisecond})
+	eventually(t, "three attempts", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 })
+	_ = stop()
+	for i, info := range got {
+		if want := (controller.Handling{Controller: "describer", Key: "ns/a", Attempt: i + 1}); info != want {
+			t.Errorf("call %d: got %+v, want %+v", i, info, want)
+		}
+	}
+	if _, ok := controller.HandlingFrom(context.Background()); ok {
+		t.Error("got a Handling from a plain context")
+	}
+}

@@ -1,0 +1,54 @@
+package tracing_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/tracing"
+)
+
+func TestMiddlewareRecordsTheOutcome(t *testing.T) {
+	tests := []struct {
+		name        string
+		err         error
+		wantOutcome string
+		wantStatus  codes.Code
+	}{
+		{"success", nil, tracing.OutcomeSuccess, codes.Unset},
+		{"requeue", controller.RequeueAfter(time.Second), tracing.OutcomeRequeue, codes.Unset},
+		{"error", errors.New("apiserver unavailable"), tracing.OutcomeError, codes.Error},
+		{"terminal", controller.Terminal(errors.New("bad spec")), tracing.OutcomeTerminal, codes.Error},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			exp := tracetest.NewInMemoryExporter()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+			h := controller.Chain(controller.HandlerFunc(func(context.Context, runtime.Object) error { return tt.err }), tracing.Middleware(tp))
+			if err := h.Handle(context.Background(), &corev1.Pod{}); !errors.Is(err, tt.err) {
+				t.Fatalf("got %v, want the handler's error passed on", err)
+			}
+			spans := exp.GetSpans()
+			if len(spans) != 1 {
+				t.Fatalf("got %d spans, want 1", len(spans))
+			}
+			s := spans[0]
+			attrs := attribute.NewSet(s.Attributes...)
+			if v, _ := attrs.Value(tracing.AttrOutcome); v.AsString() != tt.wantOutcome {
+				t.Errorf("got outcome %q, want %q", v.AsString(), tt.wantOutcome)
+			}
+			if s.Status.Code != tt.wantStatus {
+				t.Errorf("got status %v, want %v", s.Status.Code, tt.wantStatus)
+			}
+		})
+	}
+}
