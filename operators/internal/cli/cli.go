@@ -4,12 +4,19 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	stdslog "log/slog"
 	"os"
 	"runtime/debug"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -82,4 +89,29 @@ func EnvOr(key, def string) string {
 		return v
 	}
 	return def
+}
+
+// TracerProvider returns the tracer provider the -tracing flag asks for:
+// "off" (nil: no tracing), "stdout" (spans printed to w, for local use) or
+// "otlp" (spans sent over OTLP/gRPC, configured by the standard
+// OTEL_EXPORTER_OTLP_* variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT). Call
+// shutdown before exiting to flush the spans.
+func TracerProvider(ctx context.Context, mode, service string, w io.Writer) (tp trace.TracerProvider, shutdown func(context.Context) error, err error) {
+	var exporter sdktrace.SpanExporter
+	switch mode {
+	case "off", "":
+		return nil, func(context.Context) error { return nil }, nil
+	case "stdout":
+		exporter, err = stdouttrace.New(stdouttrace.WithWriter(w))
+	case "otlp":
+		exporter, err = otlptracegrpc.New(ctx)
+	default:
+		return nil, nil, fmt.Errorf(`-tracing must be "off", "stdout" or "otlp", got %q`, mode)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("could not create the %s span exporter: %w", mode, err)
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", service))
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
+	return sdk, sdk.Shutdown, nil
 }

@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"bytes"
+	"context"
+	"io"
 	"strings"
 	"testing"
 
@@ -64,5 +66,28 @@ func TestEnvOr(t *testing.T) {
 func TestLoadRESTNamesAMissingFile(t *testing.T) {
 	if _, err := cli.LoadREST("/no/such/kubeconfig"); err == nil || !strings.Contains(err.Error(), "could not load the client config") {
 		t.Errorf("got %v, want a clear error", err)
+	}
+}
+
+func TestTracerProvider(t *testing.T) {
+	ctx := context.Background()
+	if tp, shutdown, err := cli.TracerProvider(ctx, "off", "op", io.Discard); err != nil || tp != nil || shutdown(ctx) != nil {
+		t.Errorf("off: got %v, %v, want no provider", tp, err)
+	}
+	if _, _, err := cli.TracerProvider(ctx, "jaeger", "op", io.Discard); err == nil || !strings.Contains(err.Error(), `-tracing must be "off", "stdout" or "otlp", got "jaeger"`) {
+		t.Errorf("got %v, want a clear error", err)
+	}
+	var buf bytes.Buffer
+	tp, shutdown, err := cli.TracerProvider(ctx, "stdout", "op", &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, span := tp.Tracer("test").Start(ctx, "handle op")
+	span.End()
+	if err := shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"Name":"handle op"`) || !strings.Contains(buf.String(), `"Value":"op"`) {
+		t.Errorf("got %q, want the span with service.name op", buf.String())
 	}
 }

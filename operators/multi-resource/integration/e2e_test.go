@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,11 +46,14 @@ func TestTenantsEndToEnd(t *testing.T) {
 
 	registry := prom.NewRegistry()
 	httpAddr := e2etest.FreeAddr(t)
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	cfg := operator.Config{
-		REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "multi-resource", 100, 200), // the command's defaults
-		Registry: registry,
-		HTTPAddr: httpAddr,
-		Logger:   log.NewStd(t.Output(), log.StdOptions{}),
+		TracerProvider: tp,
+		REST:           e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "multi-resource", 100, 200), // the command's defaults
+		Registry:       registry,
+		HTTPAddr:       httpAddr,
+		Logger:         log.NewStd(t.Output(), log.StdOptions{}),
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
 
@@ -258,6 +265,30 @@ func TestTenantsEndToEnd(t *testing.T) {
 		if perTenant > maxCallsPerTenant {
 			t.Errorf("got %.1f handler calls per Tenant, want at most %d", perTenant, maxCallsPerTenant)
 		}
+	})
+
+	t.Run("each handling is traced, with its API calls as children", func(t *testing.T) {
+		all := spans.GetSpans()
+		handlings := map[trace.SpanID]string{}
+		for _, s := range all {
+			if strings.HasPrefix(s.Name, "handle multi-resource") {
+				handlings[s.SpanContext.SpanID()] = s.Name
+			}
+		}
+		calls := map[string]int{}
+		for _, s := range all {
+			if name, ok := handlings[s.Parent.SpanID()]; ok {
+				calls[name+" > "+s.Name]++
+			}
+		}
+		// The Tenant controller's handlings apply children (PATCH); the
+		// child controllers' fetch the Tenant (GET) and apply too.
+		for _, want := range []string{"handle multi-resource > HTTP PATCH", "handle multi-resource-resourcequota > HTTP GET"} {
+			if calls[want] == 0 {
+				t.Errorf("got span tree %v, want %q", calls, want)
+			}
+		}
+		t.Logf("%d spans, %d handlings", len(all), len(handlings))
 	})
 
 	t.Run("the metrics pass promtool check metrics", func(t *testing.T) {

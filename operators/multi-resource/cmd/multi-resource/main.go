@@ -50,6 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		resync      = fs.Duration("resync", operator.DefaultResync, "how often every Tenant is handled again anyway (drift is seen as it happens)")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		logFormat   = fs.String("log-format", "text", "text or json")
+		tracingMode = fs.String("tracing", "off", "off, stdout (spans on standard error) or otlp (OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -62,6 +63,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tp, shutdownTracing, err := cli.TracerProvider(ctx, *tracingMode, "multi-resource", stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
 	restConfig, err := cli.LoadREST(*kubeconfig)
 	if err != nil {
 		return err
@@ -77,6 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		HTTPAddr:              *httpAddr,
 		EnableProfiling:       *pprof,
 		DisableLeaderElection: !*leaderElect,
+		TracerProvider:        tp,
 		Logger:                logger,
 	})
 }

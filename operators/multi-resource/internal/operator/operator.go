@@ -23,6 +23,7 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -37,6 +38,7 @@ import (
 	"github.com/kooperkit/kooper/kooper/log"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 	"github.com/kooperkit/kooper/kooper/owner"
+	"github.com/kooperkit/kooper/kooper/tracing"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/handler"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
 )
@@ -72,6 +74,9 @@ type Config struct {
 	// DisableLeaderElection runs the controllers without holding the Lease:
 	// for a single replica only.
 	DisableLeaderElection bool
+	// TracerProvider, if set, traces each handling and the API calls it
+	// makes (kooper/tracing). Default: no tracing.
+	TracerProvider trace.TracerProvider
 	// Logger receives the operator's logs. Default log.Noop.
 	Logger log.Logger
 	// Registry receives the metrics. Default: a new registry.
@@ -104,6 +109,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.REST == nil {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
 	}
+	var traced []controller.Middleware
+	if cfg.TracerProvider != nil {
+		cfg.REST = rest.CopyConfig(cfg.REST)
+		tracing.InstrumentClient(cfg.REST, cfg.TracerProvider)
+		traced = append(traced, tracing.Middleware(cfg.TracerProvider))
+	}
 	kube, err := kubernetes.NewForConfig(cfg.REST)
 	if err != nil {
 		return fmt.Errorf("could not create the Kubernetes client: %w", err)
@@ -130,7 +141,7 @@ func Run(ctx context.Context, cfg Config) error {
 	tenants := tenancy.TenancyV1alpha1().Tenants()
 	primary, err := controller.New(controller.Config{
 		Name:            cfg.Name,
-		Handler:         h.New(),
+		Handler:         controller.Chain(h.New(), traced...),
 		Retriever:       controller.NewRetriever(tenancy, tenants.List, tenants.Watch),
 		ResyncInterval:  cfg.Resync,
 		Logger:          cfg.Logger,
@@ -158,9 +169,10 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, c := range children {
 		ctrl, err := controller.New(controller.Config{
 			Name: cfg.Name + "-" + strings.ToLower(c.kind),
-			// Outermost first: drop echoes of our own writes, then map the
-			// child to its Tenant, then the shared handler.
-			Handler:         controller.Chain(h.New(), handler.Children(c.kind, h.Writes), owner.Middleware(tenancyv1alpha1.Kind("Tenant"), getTenant)),
+			// Outermost first: the span (if tracing), drop echoes of our
+			// own writes, map the child to its Tenant, the shared handler.
+			Handler: controller.Chain(h.New(), append(traced,
+				handler.Children(c.kind, h.Writes), owner.Middleware(tenancyv1alpha1.Kind("Tenant"), getTenant))...),
 			Retriever:       c.retriever,
 			Transform:       stripManagedFields,
 			DisableResync:   true,

@@ -48,6 +48,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		namespace   = fs.String("namespace", cli.EnvOr("POD_NAMESPACE", operator.DefaultNamespace), "the operator's namespace: its Lease and webhook Secret live there, and it is never a target")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		logFormat   = fs.String("log-format", "text", "text or json")
+		tracingMode = fs.String("tracing", "off", "off, stdout (spans on standard error) or otlp (OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT)")
 		dryRunAll   = fs.Bool("dry-run-all", false, "treat every PodTerminator as a dry run: choose pods, delete none")
 		whAddr      = fs.String("webhook-addr", ":9443", "HTTPS address of the admission webhook; empty disables it")
 		whCertDir   = fs.String("webhook-cert-dir", "", "directory with tls.crt and tls.key (e.g. from cert-manager); empty: a self-signed certificate kept in a Secret")
@@ -65,6 +66,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	tp, shutdownTracing, err := cli.TracerProvider(ctx, *tracingMode, "pod-terminator", stderr)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
 	restConfig, err := cli.LoadREST(*kubeconfig)
 	if err != nil {
 		return err
@@ -86,6 +92,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			Hosts:      []string{*whService + "." + *namespace + ".svc"},
 			ConfigName: *whConfig,
 		},
-		Logger: logger,
+		TracerProvider: tp,
+		Logger:         logger,
 	})
 }

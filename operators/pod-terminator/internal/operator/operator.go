@@ -14,6 +14,7 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -28,6 +29,7 @@ import (
 	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/kooperkit/kooper/kooper/tracing"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/handler"
@@ -79,6 +81,9 @@ type Config struct {
 	// Webhook configures the admission webhook server.
 	Webhook Webhook
 
+	// TracerProvider, if set, traces each handling and the API calls it
+	// makes (kooper/tracing). Default: no tracing.
+	TracerProvider trace.TracerProvider
 	// Logger receives the operator's logs. Default log.Noop.
 	Logger log.Logger
 	// Registry receives the metrics. Default: a new registry.
@@ -143,6 +148,12 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.REST == nil {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
 	}
+	var traced []controller.Middleware
+	if cfg.TracerProvider != nil {
+		cfg.REST = rest.CopyConfig(cfg.REST)
+		tracing.InstrumentClient(cfg.REST, cfg.TracerProvider)
+		traced = append(traced, tracing.Middleware(cfg.TracerProvider))
+	}
 	kubeClient, err := kubernetes.NewForConfig(cfg.REST)
 	if err != nil {
 		return fmt.Errorf("could not create the Kubernetes client: %w", err)
@@ -198,7 +209,7 @@ func Run(ctx context.Context, cfg Config) error {
 	terminators := chaosClient.ChaosV1alpha1().PodTerminators()
 	ctrl, err := controller.New(controller.Config{
 		Name:            cfg.Name,
-		Handler:         h.New(),
+		Handler:         controller.Chain(h.New(), traced...),
 		Retriever:       controller.NewRetriever(chaosClient, terminators.List, terminators.Watch),
 		Logger:          logger,
 		MetricsRecorder: recorder,
