@@ -111,6 +111,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	var deleted, total, metrics, events int
 	defer func() {
+		t.Logf("pods deleted %d (A %d, then B), status %d, metrics A+B %d, Events %d", deleted, byA, total, metrics, events)
 	}()
 	e2etest.Eventually(t, 20*time.Second, "the counts agree", func() bool {
 		pt, err := terminators.Get(ctx, name, metav1.GetOptions{})
@@ -132,7 +133,6 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 		// Shutdown), so only B's, recorded while it runs, must all be there.
 		return deleted == total && total == metrics && events <= deleted && events >= deleted-byA
 	})
-	t.Logf("pods deleted %d (A %d, then B), status %d, metrics A+B %d, Events %d", deleted, byA, total, metrics, events)
 	for _, e := range periodEvents(t, admin, name, "Terminated") {
 		if want := chaos.Count(e.live, chaos.Policy{Percent: 30, Minimum: 8}); e.n != want {
 			t.Errorf("event %q: %d of %d live, want %d", e.message, e.n, e.live, want)

@@ -29,9 +29,9 @@ import (
 // Finalizer is the finalizer the operator keeps on every PodTerminator.
 const Finalizer = "chaos.kooperkit.io/pod-terminator"
 
-// recordTimeout bounds the status write that records a period's
-// terminations, which outlives a cancelled handling context.
-const recordTimeout = time.Second
+// stopGrace is how long a claimed period may go on once the handling's
+// context is done, to delete and record consistently.
+const stopGrace = time.Second
 
 // Reasons of the Events recorded for each period that chose pods.
 const (
@@ -124,7 +124,16 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 		return err
 	}
 
-	res, termErr := h.Terminator.Terminate(ctx, target, policy)
+	// The period is claimed: finish it even if the operator is stopping, so
+	// that every pod deleted is also recorded (a delete sent just before a
+	// cancellation may still happen). Once ctx is done, the rest of the
+	// period gets stopGrace, well within the controller's shutdown timeout.
+	pctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	stopGraceTimer := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cancel) })
+	defer stopGraceTimer()
+
+	res, termErr := h.Terminator.Terminate(pctx, target, policy)
 	// One Event per period, naming every pod: kubectl describe shows the
 	// history, and the operator's event recorder allows one per second per
 	// object without folding them together.
@@ -164,22 +173,17 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 				fmt.Sprintf("%d of %d live pods terminated", len(res.Terminated), res.Live))
 		}
 	}
-	// The pods are gone: record them even if the operator is stopping
-	// (its context cancelled), within a bound short enough for the
-	// controller's shutdown timeout.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
 	first := true
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
-			fresh, err := h.Client.ChaosV1alpha1().PodTerminators().Get(rctx, pt.Name, metav1.GetOptions{})
+			fresh, err := h.Client.ChaosV1alpha1().PodTerminators().Get(pctx, pt.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
 			*pt = *fresh
 		}
 		first = false
-		return h.setStatus(rctx, pt, record)
+		return h.setStatus(pctx, pt, record)
 	})
 	if err != nil {
 		return err
