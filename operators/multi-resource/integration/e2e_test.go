@@ -148,6 +148,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 			t.Fatal(err)
 		}
 		binding.Subjects = []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "mallory"}}
+		binding.Labels["added-by"] = "someone-else" // a field the operator does not own
 		if _, err := kube.RbacV1().RoleBindings("tenant-acme").Update(ctx, binding, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -165,6 +166,9 @@ func TestTenantsEndToEnd(t *testing.T) {
 			if n := e2etest.Metric(t, registry, "kooper_tenant_drift_repairs_total", map[string]string{"kind": kind}); n < 1 {
 				t.Errorf("got %v drift repairs of %s, want at least 1", n, kind)
 			}
+		}
+		if b, err := kube.RbacV1().RoleBindings("tenant-acme").Get(ctx, tenant.RoleBindingName, metav1.GetOptions{}); err != nil || b.Labels["added-by"] != "someone-else" {
+			t.Errorf("got binding labels %v (%v), want the foreign label kept: server-side apply leaves fields it does not own", b.Labels, err)
 		}
 		got, err := kube.CoreV1().ConfigMaps("tenant-acme").Get(ctx, "unrelated", metav1.GetOptions{})
 		if err != nil || got.ResourceVersion != unrelated.ResourceVersion || len(got.OwnerReferences) > 0 {

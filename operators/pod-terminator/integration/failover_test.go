@@ -138,6 +138,46 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 			t.Errorf("event %q: %d of %d live, want %d", e.message, e.n, e.live, want)
 		}
 	}
+
+	// No webhook runs in this test: an invalid spec the schema allows
+	// reaches the operator, which marks it Invalid once and leaves it.
+	_, err = terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
+		ObjectMeta: metav1.ObjectMeta{Name: "slipped-past"},
+		Spec: chaosv1alpha1.PodTerminatorSpec{
+			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			Namespaces:         []string{"kube-system"},
+			TerminationPercent: 30,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = terminators.Delete(context.Background(), "slipped-past", metav1.DeleteOptions{}) })
+	e2etest.Eventually(t, 10*time.Second, "the slipped-past PodTerminator is marked Invalid", func() bool {
+		pt, err := terminators.Get(ctx, "slipped-past", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range pt.Status.Conditions {
+			if c.Type == chaosv1alpha1.ConditionInvalid && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, `"kube-system" is protected`) {
+				return true
+			}
+		}
+		return false
+	})
+	// Marked once, then left alone: no status rewrites, no retries.
+	marked, err := terminators.Get(ctx, "slipped-past", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	now, err := terminators.Get(ctx, "slipped-past", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if now.ResourceVersion != marked.ResourceVersion {
+		t.Errorf("the invalid PodTerminator was written again (resourceVersion %s, then %s): want it marked once and left", marked.ResourceVersion, now.ResourceVersion)
+	}
 	if m := pods.minimum(); m < 8 {
 		t.Errorf("the live victims dropped to %d across the leader change, want never below 8", m)
 	}
