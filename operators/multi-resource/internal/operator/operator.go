@@ -22,7 +22,6 @@ import (
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -36,9 +35,8 @@ import (
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
-	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 	"github.com/kooperkit/kooper/kooper/owner"
-	"github.com/kooperkit/kooper/kooper/tracing"
+	"github.com/kooperkit/kooper/operators/internal/observe"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/handler"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
 )
@@ -109,32 +107,19 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.REST == nil {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
 	}
-	var traced []controller.Middleware
-	if cfg.TracerProvider != nil {
-		cfg.REST = rest.CopyConfig(cfg.REST)
-		tracing.InstrumentClient(cfg.REST, cfg.TracerProvider)
-		traced = append(traced, tracing.Middleware(cfg.TracerProvider))
+	metrics := newMetrics()
+	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider, metrics.collectors()...)
+	if err != nil {
+		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg.REST)
+	traced, recorder := obs.Middlewares, obs.Recorder
+	kube, err := kubernetes.NewForConfig(obs.REST)
 	if err != nil {
 		return fmt.Errorf("could not create the Kubernetes client: %w", err)
 	}
-	tenancy, err := versioned.NewForConfig(cfg.REST)
+	tenancy, err := versioned.NewForConfig(obs.REST)
 	if err != nil {
 		return fmt.Errorf("could not create the tenancy client: %w", err)
-	}
-	metrics, err := newMetrics(cfg.Registry)
-	if err != nil {
-		return err
-	}
-	recorder, err := kooperprom.New(cfg.Registry, kooperprom.Options{})
-	if err != nil {
-		return fmt.Errorf("could not register the controller metrics: %w", err)
-	}
-	// client-go's REST client metrics are process-wide: registered once per
-	// registry, they count every client of the process.
-	if err := kooperprom.RegisterRESTClientMetrics(cfg.Registry); err != nil {
-		return err
 	}
 
 	h := &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: cfg.Name, Writes: &handler.Writes{}, Metrics: metrics}
@@ -271,7 +256,7 @@ type metrics struct {
 	drift *prom.CounterVec
 }
 
-func newMetrics(reg prom.Registerer) (*metrics, error) {
+func newMetrics() *metrics {
 	m := &metrics{drift: prom.NewCounterVec(prom.CounterOpts{
 		Name: "kooper_tenant_drift_repairs_total",
 		Help: "Children of Tenants restored after someone else changed or deleted them, by kind.",
@@ -279,13 +264,10 @@ func newMetrics(reg prom.Registerer) (*metrics, error) {
 	for _, kind := range []string{tenant.KindNamespace, tenant.KindResourceQuota, tenant.KindLimitRange, tenant.KindRoleBinding, tenant.KindNetworkPolicy} {
 		m.drift.WithLabelValues(kind) // every series from the start, at 0
 	}
-	for _, c := range []prom.Collector{m.drift, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("could not register metrics: %w", err)
-		}
-	}
-	return m, nil
+	return m
 }
+
+func (m *metrics) collectors() []prom.Collector { return []prom.Collector{m.drift} }
 
 // DriftRepaired implements handler.Metrics.
 func (m *metrics) DriftRepaired(kind string) { m.drift.WithLabelValues(kind).Inc() }

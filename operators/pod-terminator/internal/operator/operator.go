@@ -13,7 +13,6 @@ import (
 	"net/http"
 
 	prom "github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -28,8 +27,7 @@ import (
 	"github.com/kooperkit/kooper/kooper/event"
 	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
-	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
-	"github.com/kooperkit/kooper/kooper/tracing"
+	"github.com/kooperkit/kooper/operators/internal/observe"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/handler"
@@ -148,37 +146,22 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.REST == nil {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
 	}
-	var traced []controller.Middleware
-	if cfg.TracerProvider != nil {
-		cfg.REST = rest.CopyConfig(cfg.REST)
-		tracing.InstrumentClient(cfg.REST, cfg.TracerProvider)
-		traced = append(traced, tracing.Middleware(cfg.TracerProvider))
+	metrics := newMetrics()
+	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider, metrics.collectors()...)
+	if err != nil {
+		return err
 	}
-	kubeClient, err := kubernetes.NewForConfig(cfg.REST)
+	traced, recorder := obs.Middlewares, obs.Recorder
+	kubeClient, err := kubernetes.NewForConfig(obs.REST)
 	if err != nil {
 		return fmt.Errorf("could not create the Kubernetes client: %w", err)
 	}
-	chaosClient, err := versioned.NewForConfig(cfg.REST)
+	chaosClient, err := versioned.NewForConfig(obs.REST)
 	if err != nil {
 		return fmt.Errorf("could not create the chaos client: %w", err)
 	}
 	logger := cfg.Logger
 
-	// Metrics: the library's controller metrics, the operator's own, and
-	// the Go runtime and process.
-	metrics, err := newMetrics(cfg.Registry)
-	if err != nil {
-		return err
-	}
-	recorder, err := kooperprom.New(cfg.Registry, kooperprom.Options{})
-	if err != nil {
-		return fmt.Errorf("could not register the controller metrics: %w", err)
-	}
-	// client-go's REST client metrics are process-wide: registered once per
-	// registry, they count every client of the process.
-	if err := kooperprom.RegisterRESTClientMetrics(cfg.Registry); err != nil {
-		return err
-	}
 	leader := health.NewLeader(recorder)
 
 	// Events about PodTerminators, one per period: allow one per second per
@@ -301,24 +284,14 @@ type metrics struct {
 	terminated *prom.CounterVec
 }
 
-// newMetrics registers the operator's metrics and the Go and process
-// collectors on reg.
-func newMetrics(reg prom.Registerer) (*metrics, error) {
-	m := &metrics{terminated: prom.NewCounterVec(prom.CounterOpts{
+func newMetrics() *metrics {
+	return &metrics{terminated: prom.NewCounterVec(prom.CounterOpts{
 		Name: "kooper_pod_terminator_terminated_pods_total",
 		Help: "Pods terminated (dry_run=\"false\") or chosen in a dry run (dry_run=\"true\"), by PodTerminator.",
 	}, []string{"terminator", "dry_run"})}
-	for _, c := range []prom.Collector{
-		m.terminated,
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
-		if err := reg.Register(c); err != nil {
-			return nil, fmt.Errorf("could not register metrics: %w", err)
-		}
-	}
-	return m, nil
 }
+
+func (m *metrics) collectors() []prom.Collector { return []prom.Collector{m.terminated} }
 
 // AddTerminated implements handler.Metrics.
 func (m *metrics) AddTerminated(terminator string, dryRun bool, n int) {

@@ -1,0 +1,58 @@
+// Package observe sets up what every sample operator observes the same way:
+// the library's controller metrics, client-go's REST client metrics, the Go
+// and process collectors, the operator's own metrics, and tracing of
+// handlings and API calls when a tracer provider is given.
+package observe
+
+import (
+	"fmt"
+
+	prom "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.opentelemetry.io/otel/trace"
+	"k8s.io/client-go/rest"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/kooperkit/kooper/kooper/tracing"
+)
+
+// Setup is what an operator builds its clients and controllers with.
+type Setup struct {
+	// REST is the client config to build clients from: a copy
+	// instrumented for tracing, or the one given.
+	REST *rest.Config
+	// Recorder records the controllers' metrics (and the leader status).
+	Recorder *kooperprom.Recorder
+	// Middlewares go first in every controller's handler chain: the tracing
+	// span, or nothing.
+	Middlewares []controller.Middleware
+}
+
+// New registers the metrics on reg, the operator's own collectors included,
+// and, if tp is not nil, instruments a copy of cfg and returns the tracing
+// middleware.
+func New(cfg *rest.Config, reg prom.Registerer, tp trace.TracerProvider, own ...prom.Collector) (Setup, error) {
+	s := Setup{REST: cfg}
+	if tp != nil {
+		s.REST = rest.CopyConfig(cfg)
+		tracing.InstrumentClient(s.REST, tp)
+		s.Middlewares = []controller.Middleware{tracing.Middleware(tp)}
+	}
+	for _, c := range append(own, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})) {
+		if err := reg.Register(c); err != nil {
+			return Setup{}, fmt.Errorf("could not register metrics: %w", err)
+		}
+	}
+	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	if err != nil {
+		return Setup{}, fmt.Errorf("could not register the controller metrics: %w", err)
+	}
+	// client-go's REST client metrics are process-wide: registered once per
+	// registry, they count every client of the process.
+	if err := kooperprom.RegisterRESTClientMetrics(reg); err != nil {
+		return Setup{}, err
+	}
+	s.Recorder = rec
+	return s, nil
+}
