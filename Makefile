@@ -32,15 +32,20 @@ test: lint verify-generate test-unit test-integration test-bench ## Everything C
 # integration, plus devcluster and make run's own test. Everything else is a
 # unit test.
 INTEGRATION_PATTERN := /integration$$|/kooper/devcluster$$|/hack/run$$
+# grafana/ is its own module (the PromQL parser and the image packages stay
+# out of the library's go.mod).
+GRAFANA := cd grafana &&
 
 .PHONY: test-unit
 test-unit: ## Unit tests and examples with the race detector (fast, no cluster).
 	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
+	$(GRAFANA) CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
 
 .PHONY: test-integration
 test-integration: build ## Integration tests against a local control plane (built first if missing).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
+	$(GRAFANA) CGO_ENABLED=1 $(GO) test -count=1 ./integration
 
 .PHONY: test-bench
 test-bench: ## Every benchmarked implementation on a tiny workload, in both cache-fill modes.
@@ -51,22 +56,27 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pi
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt -w needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
+	$(GRAFANA) $(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
+	$(GRAFANA) $(GO) mod tidy -diff
 	$(GOLANGCI_LINT) run ./...
 	cd bench && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+	$(GRAFANA) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
 $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) from the Go module proxy into $(dir $@) (first time: about 3 minutes)"
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: generate
-generate: ## Generate deepcopy, clients, listers, informers (code-generator v0.36.1) and CRD YAML (controller-gen v0.21.0).
+generate: ## Generate deepcopy, clients, listers, informers (code-generator v0.36.1), CRD YAML (controller-gen v0.21.0), the Grafana dashboards and docs/metrics.md.
 	CACHE_DIR="$(CACHE_DIR)" hack/codegen/generate.sh
+	$(GRAFANA) $(GO) run ./cmd/dashboards
 
 .PHONY: verify-generate
-verify-generate: ## Fail if generated code or CRDs are stale.
+verify-generate: ## Fail if generated code, CRDs, dashboards or docs/metrics.md are stale.
 	CACHE_DIR="$(CACHE_DIR)" hack/codegen/verify.sh
+	$(GRAFANA) $(GO) run ./cmd/dashboards -check
 
 .PHONY: bench
 bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare informer (about 1.5 minutes).

@@ -25,6 +25,8 @@ type Controller struct {
 	log     log.Logger
 	ran     atomic.Bool
 	synced  atomic.Bool
+	// store is the informer's cache while Run is running and synced.
+	store atomic.Pointer[cache.Indexer]
 	// deleted holds the last state of deleted objects until their key is
 	// handled, with Config.HandleDeleted.
 	deleted sync.Map
@@ -60,6 +62,27 @@ func (c *Controller) ShutdownTimeout() time.Duration { return c.cfg.ShutdownTime
 // workers: every object listed at start is queued. It stays true after Run
 // returns. Use it for a readiness check.
 func (c *Controller) HasSynced() bool { return c.synced.Load() }
+
+// List returns the objects in the controller's cache, as the handler would
+// get them (after Config.Transform), in no particular order, and true; or
+// nil and false before the cache has synced and after Run has returned. The
+// objects are the cache's own: read them, never modify them. Use it for
+// what is computed over all objects at once, such as a gauge counting them
+// by state at scrape time, without a call to the API server.
+func (c *Controller) List() ([]runtime.Object, bool) {
+	store := c.store.Load()
+	if store == nil {
+		return nil, false
+	}
+	items := (*store).List()
+	objs := make([]runtime.Object, 0, len(items))
+	for _, item := range items {
+		if obj, ok := item.(runtime.Object); ok {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, true
+}
 
 // Run fills the cache from the Retriever, then handles objects with
 // Config.ConcurrentWorkers workers until ctx is done. It then cancels the
@@ -113,6 +136,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		c.log.Info("controller stopped before its cache synced")
 		return nil
 	}
+	store := informer.GetIndexer()
+	c.store.Store(&store)
+	defer c.store.Store(nil)
 	c.synced.Store(true)
 	c.log.Info("controller cache synced")
 

@@ -565,6 +565,61 @@ func TestHasSyncedTurnsTrueOnceTheCacheIsFilled(t *testing.T) {
 	}
 }
 
+func TestListReturnsTheCacheOnlyWhileRunningAndSynced(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	mustAdd(t, src, pod("a"))
+	mustAdd(t, src, pod("b"))
+	g := gated{Retriever: src, open: make(chan struct{})}
+	c, err := controller.New(controller.Config{
+		Name: "test", Handler: &recorder{}, Retriever: g, DisableResync: true,
+		Transform: func(obj any) (any, error) {
+			obj.(*corev1.Pod).Labels = map[string]string{"transformed": "yes"}
+			return obj, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if objs, ok := c.List(); ok || objs != nil {
+		t.Errorf("List before Run = %v, %v; want nil, false", objs, ok)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	settle()
+	if _, ok := c.List(); ok {
+		t.Error("List is ok while the retriever has not answered, want false")
+	}
+	close(g.open)
+	eventually(t, "HasSynced", c.HasSynced)
+	mustAdd(t, src, pod("c"))
+	eventually(t, "three cached pods", func() bool { objs, _ := c.List(); return len(objs) == 3 })
+	objs, ok := c.List()
+	if !ok {
+		t.Fatal("List after sync is not ok")
+	}
+	var names []string
+	for _, o := range objs {
+		p := o.(*corev1.Pod)
+		if p.Labels["transformed"] != "yes" {
+			t.Errorf("cached pod %s has labels %v, want the Transform's", p.Name, p.Labels)
+		}
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if want := []string{"a", "b", "c"}; !slices.Equal(names, want) {
+		t.Errorf("List names = %v, want %v", names, want)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("got Run error %v, want nil", err)
+	}
+	if objs, ok := c.List(); ok || objs != nil {
+		t.Errorf("List after Run returned = %d objects, %v; want nil, false", len(objs), ok)
+	}
+}
+
 func TestHandleDeletedHandsTheLastStateOfADeletedObject(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {

@@ -245,6 +245,17 @@ func TestTenantsEndToEnd(t *testing.T) {
 			return len(notReady) == 0
 		})
 		converged := time.Since(began)
+		// kooper_tenants counts the cache at scrape time: every Tenant is
+		// Ready now, so it reports them all as ready and none as not.
+		all, err := tenants.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e2etest.Eventually(t, 10*time.Second, "kooper_tenants counts every Tenant as ready", func() bool {
+			ready := e2etest.Metric(t, registry, "kooper_tenants", map[string]string{"ready": "true"})
+			notReady := e2etest.Metric(t, registry, "kooper_tenants", map[string]string{"ready": "false"})
+			return ready == float64(len(all.Items)) && notReady == 0
+		})
 		// The last status writes come back as events: let them settle.
 		settled := e2etest.Metric(t, registry, "kooper_controller_handle_duration_seconds", nil)
 		for {

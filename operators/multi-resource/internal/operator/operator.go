@@ -23,6 +23,7 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -108,6 +109,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
 	}
 	metrics := newMetrics()
+	var primary *controller.Controller // set below, before /metrics is served
+	metrics.tenants = func() ([]runtime.Object, bool) {
+		if primary == nil {
+			return nil, false
+		}
+		return primary.List()
+	}
 	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider, metrics.collectors()...)
 	if err != nil {
 		return err
@@ -124,7 +132,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	h := &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: cfg.Name, Writes: &handler.Writes{}, Metrics: metrics}
 	tenants := tenancy.TenancyV1alpha1().Tenants()
-	primary, err := controller.New(controller.Config{
+	primary, err = controller.New(controller.Config{
 		Name:            cfg.Name,
 		Handler:         controller.Chain(h.New(), traced...),
 		Retriever:       controller.NewRetriever(tenancy, tenants.List, tenants.Watch),
@@ -254,20 +262,65 @@ func runAll(ctx context.Context, ctrls []*controller.Controller) error {
 // metrics are the operator's own metrics.
 type metrics struct {
 	drift *prom.CounterVec
+	// tenants lists the Tenant controller's cache (Controller.List).
+	tenants     func() ([]runtime.Object, bool)
+	tenantsDesc *prom.Desc
 }
 
 func newMetrics() *metrics {
 	m := &metrics{drift: prom.NewCounterVec(prom.CounterOpts{
 		Name: "kooper_tenant_drift_repairs_total",
 		Help: "Children of Tenants restored after someone else changed or deleted them, by kind.",
-	}, []string{"kind"})}
+	}, []string{"kind"}),
+		tenantsDesc: prom.NewDesc("kooper_tenants", tenantsHelp, []string{"ready"}, nil),
+	}
 	for _, kind := range []string{tenant.KindNamespace, tenant.KindResourceQuota, tenant.KindLimitRange, tenant.KindRoleBinding, tenant.KindNetworkPolicy} {
 		m.drift.WithLabelValues(kind) // every series from the start, at 0
 	}
 	return m
 }
 
-func (m *metrics) collectors() []prom.Collector { return []prom.Collector{m.drift} }
+func (m *metrics) collectors() []prom.Collector {
+	return []prom.Collector{m.drift, tenantsCollector{m}}
+}
+
+const tenantsHelp = "Tenants by their Ready condition (false: False or Unknown), counted at scrape time in the Tenant controller's cache; only the replica running the controllers (the leader) reports it."
+
+// tenantsCollector counts Tenants by readiness when scraped, from the
+// cache: no API call, and nothing to keep in step as Tenants come and go.
+type tenantsCollector struct{ m *metrics }
+
+func (c tenantsCollector) Describe(ch chan<- *prom.Desc) { ch <- c.m.tenantsDesc }
+
+func (c tenantsCollector) Collect(ch chan<- prom.Metric) {
+	if c.m.tenants == nil {
+		return
+	}
+	objs, ok := c.m.tenants()
+	if !ok {
+		return // not synced, or not leading: another replica reports
+	}
+	ready, notReady := tenantsByReadiness(objs)
+	ch <- prom.MustNewConstMetric(c.m.tenantsDesc, prom.GaugeValue, float64(ready), "true")
+	ch <- prom.MustNewConstMetric(c.m.tenantsDesc, prom.GaugeValue, float64(notReady), "false")
+}
+
+// tenantsByReadiness counts Tenants whose Ready condition is True, and the
+// others.
+func tenantsByReadiness(objs []runtime.Object) (ready, notReady int) {
+	for _, o := range objs {
+		t, ok := o.(*tenancyv1alpha1.Tenant)
+		if !ok {
+			continue
+		}
+		if meta.IsStatusConditionTrue(t.Status.Conditions, tenancyv1alpha1.ConditionReady) {
+			ready++
+		} else {
+			notReady++
+		}
+	}
+	return ready, notReady
+}
 
 // DriftRepaired implements handler.Metrics.
 func (m *metrics) DriftRepaired(kind string) { m.drift.WithLabelValues(kind).Inc() }

@@ -1,0 +1,433 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"image/png"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/prometheus/promql/parser"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
+	"github.com/kooperkit/kooper/grafana/internal/catalog"
+	"github.com/kooperkit/kooper/grafana/internal/dashboards"
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+// rateInterval stands for Grafana's $__rate_interval: at a 1s scrape
+// interval it holds about 15 samples.
+const rateInterval = "15s"
+
+func TestDashboardsAgainstARealPrometheus(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root := repoRoot(t)
+	kube := kubernetes.NewForConfigOrDie(cluster.Config())
+	kooper := versioned.NewForConfigOrDie(cluster.Config())
+
+	// The operators' namespace (their Leases live there). The CRDs come
+	// later, so that the leaders start with caches that cannot sync.
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kooper-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Both operators, as the binaries users run, with leader election.
+	bin := build(t, root, "./operators/pod-terminator/cmd/pod-terminator", "./operators/multi-resource/cmd/multi-resource")
+	addrs := map[string]string{"pod-terminator": freeAddr(t), "multi-resource": freeAddr(t)}
+	start(t, "pod-terminator", filepath.Join(bin, "pod-terminator"), "-kubeconfig", cluster.KubeconfigPath(),
+		"-http-addr", addrs["pod-terminator"], "-namespace", "kooper-system", "-webhook-addr=", "-log-level", "info")
+	start(t, "multi-resource", filepath.Join(bin, "multi-resource"), "-kubeconfig", cluster.KubeconfigPath(),
+		"-http-addr", addrs["multi-resource"], "-namespace", "kooper-system", "-log-level", "info")
+	// Health: a leader whose caches have not synced (its CRD is missing)
+	// is not ready; once the CRDs are installed it is.
+	for name, addr := range addrs {
+		eventually(t, 60*time.Second, name+" leads, not ready before its caches sync", func() error {
+			code, body := readyz(ctx, addr)
+			if code != http.StatusServiceUnavailable || !strings.Contains(body, "leading, caches not synced") {
+				return fmt.Errorf("/readyz: %d %q", code, body)
+			}
+			return nil
+		})
+	}
+	kubectl := filepath.Join(cluster.BinDir(), devcluster.BinKubectl)
+	if out, err := exec.Command(kubectl, "--kubeconfig", cluster.KubeconfigPath(), "apply", "-f", filepath.Join(root, "manifests", "crds")).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl apply the CRDs: %v\n%s", err, out)
+	}
+	crdsAt := time.Now()
+	for name, addr := range addrs {
+		eventually(t, 90*time.Second, name+" leads with synced caches", func() error {
+			if code, body := readyz(ctx, addr); code != http.StatusOK || body != "leading" {
+				return fmt.Errorf("/readyz: %d %q", code, body)
+			}
+			return nil
+		})
+	}
+	t.Logf("both operators ready (leading) %s after the CRDs were applied", time.Since(crdsAt).Round(time.Millisecond))
+	prom := startPrometheus(t, addrs, filepath.Join(root, "grafana", "alerts", "kooper-rules.yml"))
+
+	// Work: victims for a PodTerminator and a dry-run one; two Tenants that
+	// become Ready and one whose namespace is taken; a child deleted by hand.
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "victims"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "victim"}
+	if _, err := kube.AppsV1().Deployments("victims").Create(ctx, &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "victims"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](6),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
+			},
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, dryRun := range []bool{false, true} {
+		name := "victims"
+		if dryRun {
+			name = "victims-dry-run"
+		}
+		if _, err := kooper.ChaosV1alpha1().PodTerminators().Create(ctx, &chaosv1alpha1.PodTerminator{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: chaosv1alpha1.PodTerminatorSpec{
+				Selector:           metav1.LabelSelector{MatchLabels: labels},
+				Namespaces:         []string{"victims"},
+				PeriodSeconds:      ptr.To[int32](1),
+				TerminationPercent: 30,
+				MinimumInstances:   ptr.To[int32](2),
+				DryRun:             dryRun,
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenancyv1alpha1.NamespacePrefix + "taken"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tenants := kooper.TenancyV1alpha1().Tenants()
+	for _, name := range []string{"team-a", "team-b", "taken"} {
+		if _, err := tenants.Create(ctx, &tenancyv1alpha1.Tenant{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec:       tenancyv1alpha1.TenantSpec{Admins: []tenancyv1alpha1.Admin{{Kind: "User", Name: name + "-admin"}}},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, "team-a is Ready", func() error {
+		tn, err := tenants.Get(ctx, "team-a", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !apimeta.IsStatusConditionTrue(tn.Status.Conditions, tenancyv1alpha1.ConditionReady) {
+			return fmt.Errorf("conditions %+v", tn.Status.Conditions)
+		}
+		return nil
+	})
+	// Drift is counted from managedFields times, at one-second resolution:
+	// change the child in a later second than the operator made it.
+	time.Sleep(1100 * time.Millisecond)
+	if err := kube.CoreV1().ResourceQuotas(tenancyv1alpha1.NamespacePrefix+"team-a").Delete(ctx, "tenant-quota", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// Prometheus has seen the work, for long enough for a rate.
+	for _, q := range []string{
+		`kooper_tenants{ready="true"} == 2`,
+		`kooper_tenants{ready="false"} == 1`,
+		`sum(kooper_tenant_drift_repairs_total{kind="ResourceQuota"}) >= 1`,
+		`sum(kooper_pod_terminator_terminated_pods_total{terminator="victims", dry_run="false"}) >= 2`,
+		`sum(kooper_pod_terminator_terminated_pods_total{terminator="victims-dry-run", dry_run="true"}) >= 2`,
+		`sum by (controller) (kooper_controller_leader) == 1`,
+		`min(count_over_time(up[1m])) >= 15`,
+	} {
+		eventually(t, 90*time.Second, "Prometheus answers "+q, func() error {
+			s, err := prom.query(ctx, q)
+			if err == nil && len(s) == 0 {
+				return fmt.Errorf("no series")
+			}
+			return err
+		})
+	}
+
+	t.Run("every panel expression returns series, and so does each of its selectors", func(t *testing.T) {
+		files, err := filepath.Glob(filepath.Join(root, "grafana", "dashboards", "*.json"))
+		if err != nil || len(files) == 0 {
+			t.Fatalf("no dashboards in grafana/dashboards (%v)", err)
+		}
+		evaluated := 0
+		for _, file := range files {
+			d := readDashboard(t, file)
+			controllers := controllerValue(ctx, t, prom, d)
+			t.Logf("%s: $controller = %s", filepath.Base(file), controllers)
+			vars := strings.NewReplacer("$"+dashboards.VarController, controllers, dashboards.VarRateInterval, rateInterval)
+			for _, p := range d.Panels {
+				for _, target := range p.Targets {
+					expr := vars.Replace(target.Expr)
+					if strings.Contains(expr, "$") {
+						t.Errorf("%s / %q: unknown variable left in %q", d.UID, p.Title, expr)
+						continue
+					}
+					evaluated++
+					if s, err := prom.query(ctx, expr); err != nil {
+						t.Errorf("%s / %q: %v", d.UID, p.Title, err)
+					} else if len(s) == 0 {
+						t.Errorf("%s / %q: %q returns no series", d.UID, p.Title, expr)
+					}
+					parsed, err := parser.ParseExpr(expr)
+					if err != nil {
+						t.Errorf("%s / %q: %v", d.UID, p.Title, err)
+						continue
+					}
+					parser.Inspect(parsed, func(node parser.Node, _ []parser.Node) error {
+						switch n := node.(type) {
+						case *parser.VectorSelector:
+							if s, err := prom.query(ctx, n.String()); err != nil || len(s) == 0 {
+								t.Errorf("%s / %q: selector %s matches no series (%v)", d.UID, p.Title, n, err)
+							}
+						case *parser.Call:
+							if slices.Contains([]string{"absent", "absent_over_time", "vector"}, n.Func.Name) {
+								t.Errorf("%s / %q: %s() pads the result", d.UID, p.Title, n.Func.Name)
+							}
+						case *parser.BinaryExpr:
+							if n.Op == parser.LOR {
+								t.Errorf("%s / %q: `or` may pad the result", d.UID, p.Title)
+							}
+						}
+						return nil
+					})
+				}
+			}
+		}
+		t.Logf("evaluated %d panel expressions of %d dashboards", evaluated, len(files))
+	})
+
+	t.Run("every family in the catalog is in the operator's /metrics, with its type", func(t *testing.T) {
+		for name, addr := range addrs {
+			body, err := get(ctx, "http://"+addr+"/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := families(body)
+			for _, f := range catalog.Exposed(catalog.Operators[name]...) {
+				if typ, ok := got[f.Name]; !ok {
+					t.Errorf("%s: /metrics has no %s (%s)", name, f.Name, f.Source)
+				} else if typ != string(f.Type) {
+					t.Errorf("%s: %s is a %s, the catalog says %s", name, f.Name, typ, f.Type)
+				}
+			}
+		}
+	})
+
+	t.Run("the tenants gauge agrees with the API server", func(t *testing.T) {
+		list, err := tenants.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ready := 0
+		for _, tn := range list.Items {
+			if apimeta.IsStatusConditionTrue(tn.Status.Conditions, tenancyv1alpha1.ConditionReady) {
+				ready++
+			}
+		}
+		for label, want := range map[string]int{"true": ready, "false": len(list.Items) - ready} {
+			if got, err := prom.value(ctx, `sum(kooper_tenants{ready="`+label+`"})`); err != nil || got != float64(want) {
+				t.Errorf("kooper_tenants{ready=%q} = %v (%v), want %d", label, got, err, want)
+			}
+		}
+	})
+
+	t.Run("the alerting rules load and evaluate without errors", func(t *testing.T) {
+		eventually(t, 30*time.Second, "every rule has been evaluated without error", func() error {
+			body, err := get(ctx, prom.url+"/api/v1/rules")
+			if err != nil {
+				return err
+			}
+			var r struct {
+				Data struct {
+					Groups []struct {
+						Rules []struct {
+							Name      string `json:"name"`
+							Health    string `json:"health"`
+							LastError string `json:"lastError"`
+						} `json:"rules"`
+					} `json:"groups"`
+				} `json:"data"`
+			}
+			if err := json.Unmarshal([]byte(body), &r); err != nil {
+				return err
+			}
+			n := 0
+			for _, g := range r.Data.Groups {
+				for _, rule := range g.Rules {
+					n++
+					if rule.Health != "ok" {
+						return fmt.Errorf("rule %s: health %q %s", rule.Name, rule.Health, rule.LastError)
+					}
+				}
+			}
+			if n == 0 {
+				return fmt.Errorf("no rules loaded")
+			}
+			return nil
+		})
+	})
+
+	t.Run("promplot draws the key series under load", func(t *testing.T) {
+		// A burst of Tenants, so the picture shows the operators at work.
+		const burst = 30
+		for i := range burst {
+			if _, err := tenants.Create(ctx, &tenancyv1alpha1.Tenant{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%02d", i)},
+				Spec:       tenancyv1alpha1.TenantSpec{Admins: []tenancyv1alpha1.Admin{{Kind: "User", Name: "owner"}}},
+			}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		eventually(t, 60*time.Second, "Prometheus sees the burst Ready", func() error {
+			n, err := prom.value(ctx, `sum(kooper_tenants{ready="true"})`)
+			if err == nil && n < 2+burst {
+				return fmt.Errorf("%v ready", n)
+			}
+			return err
+		})
+		time.Sleep(5 * time.Second)
+		plot := build(t, filepath.Join(root, "grafana"), "./cmd/promplot")
+		out := filepath.Join(t.TempDir(), "plot.png")
+		if keep := os.Getenv("KOOPER_PLOT_OUT"); keep != "" {
+			out = keep // to refresh docs/img/kooper-under-load.png
+		}
+		cmd := exec.CommandContext(ctx, filepath.Join(plot, "promplot"), "-prometheus", prom.url, "-range", "40s",
+			"-rate-window", rateInterval, "-title", "Kooper sample operators (grafana/integration)", "-out", out)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("promplot: %v\n%s", err, b)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := png.Decode(bytes.NewReader(b))
+		if err != nil {
+			t.Fatalf("promplot wrote no PNG: %v", err)
+		}
+		if w, h := img.Bounds().Dx(), img.Bounds().Dy(); w != 1200 || h < 4*320 {
+			t.Errorf("got a %dx%d picture, want 1200 wide with four panels", w, h)
+		}
+	})
+}
+
+// readyz returns the status code and trimmed body of addr's /readyz, or 0
+// if it does not answer.
+func readyz(ctx context.Context, addr string) (int, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/readyz", nil)
+	if err != nil {
+		return 0, err.Error()
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(b))
+}
+
+// dashboard is what the test reads of a Grafana dashboard's JSON.
+type dashboard struct {
+	UID        string `json:"uid"`
+	Templating struct {
+		List []struct {
+			Name     string          `json:"name"`
+			Type     string          `json:"type"`
+			AllValue string          `json:"allValue"`
+			Query    json.RawMessage `json:"query"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		Title   string `json:"title"`
+		Type    string `json:"type"`
+		Targets []struct {
+			Expr string `json:"expr"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
+func readDashboard(t *testing.T, file string) dashboard {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	return d
+}
+
+var labelValues = regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
+
+// controllerValue is what Grafana puts for $controller with "All"
+// selected: the variable's allValue, or the values its query finds as a
+// regular expression. The query's selector must find at least one.
+func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashboard) string {
+	t.Helper()
+	for _, v := range d.Templating.List {
+		if v.Name != dashboards.VarController {
+			continue
+		}
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(v.Query, &q); err != nil {
+			t.Fatalf("%s: controller variable query: %v", d.UID, err)
+		}
+		m := labelValues.FindStringSubmatch(q.Query)
+		if m == nil {
+			t.Fatalf("%s: controller variable query %q is not label_values(selector, label)", d.UID, q.Query)
+		}
+		series, err := prom.query(ctx, m[1])
+		if err != nil {
+			t.Fatalf("%s: controller variable: %v", d.UID, err)
+		}
+		var values []string
+		for _, s := range series {
+			if v := s.Metric[m[2]]; v != "" && !slices.Contains(values, regexp.QuoteMeta(v)) {
+				values = append(values, regexp.QuoteMeta(v))
+			}
+		}
+		if len(values) == 0 {
+			t.Fatalf("%s: controller variable query %q finds no values", d.UID, q.Query)
+		}
+		if v.AllValue != "" {
+			return v.AllValue
+		}
+		slices.Sort(values)
+		return "(" + strings.Join(values, "|") + ")"
+	}
+	t.Fatalf("%s: no controller variable", d.UID)
+	return ""
+}

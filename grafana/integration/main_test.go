@@ -1,0 +1,20 @@
+// Package integration proves the dashboards against a real Prometheus: both
+// operators run as built binaries against a local control plane, doing real
+// work; Prometheus (Debian's package) scrapes them every second; then every
+// panel expression of grafana/dashboards is evaluated through Prometheus'
+// HTTP API, each of its metric selectors on its own too, and every metric
+// family the catalog lists for an operator must be in its /metrics.
+package integration
+
+import (
+	"os"
+	"testing"
+
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+var cluster *devcluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
+}

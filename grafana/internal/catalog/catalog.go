@@ -1,0 +1,143 @@
+// Package catalog is the one source of truth for the metric names the
+// dashboards chart and docs/metrics.md documents: every family, its type,
+// labels, meaning and which processes expose it.
+//
+// It is checked from both sides: a unit test compares the library's
+// families with what kooper/metrics/prometheus registers, and the Prometheus
+// end-to-end test (grafana/integration) scrapes both operators and fails if
+// a family listed here for them is missing or has another type.
+package catalog
+
+import "slices"
+
+// Type is a Prometheus metric type, as written in the exposition format.
+type Type string
+
+// The metric types in use.
+const (
+	Counter   Type = "counter"
+	Gauge     Type = "gauge"
+	Histogram Type = "histogram"
+	Summary   Type = "summary"
+)
+
+// Source says which code registers a family, and so which /metrics have it.
+type Source string
+
+// The sources. Every operator built on the library exposes Library,
+// RESTClient and Runtime; each operator exposes its own.
+const (
+	Library       Source = "kooper/metrics/prometheus: New"
+	RESTClient    Source = "kooper/metrics/prometheus: RegisterRESTClientMetrics"
+	Runtime       Source = "client_golang: Go and process collectors"
+	PodTerminator Source = "operators/pod-terminator"
+	Tenants       Source = "operators/multi-resource"
+)
+
+// Family describes one metric family.
+type Family struct {
+	Name   string
+	Type   Type
+	Labels []string
+	// Meaning is one line for the docs table.
+	Meaning string
+	Source  Source
+}
+
+// Names of the families, for the dashboards to build expressions from.
+const (
+	QueuedEvents   = "kooper_controller_queued_events_total"
+	QueueWait      = "kooper_controller_queue_wait_seconds"
+	HandleDuration = "kooper_controller_handle_duration_seconds"
+	Retries        = "kooper_controller_retries_total"
+	Dropped        = "kooper_controller_dropped_total"
+	Panics         = "kooper_controller_handler_panics_total"
+	QueueLength    = "kooper_controller_queue_length"
+	Leader         = "kooper_controller_leader"
+
+	RESTRequests    = "kooper_rest_client_requests_total"
+	RESTLatency     = "kooper_rest_client_request_duration_seconds"
+	RESTRateLimiter = "kooper_rest_client_rate_limiter_duration_seconds"
+
+	ProcessCPU   = "process_cpu_seconds_total"
+	ProcessRSS   = "process_resident_memory_bytes"
+	GoHeap       = "go_memstats_heap_alloc_bytes"
+	GoGoroutines = "go_goroutines"
+
+	TerminatedPods = "kooper_pod_terminator_terminated_pods_total"
+
+	TenantsByReadiness = "kooper_tenants"
+	DriftRepairs       = "kooper_tenant_drift_repairs_total"
+)
+
+var families = []Family{
+	{QueuedEvents, Counter, []string{"controller", "requeue"}, "object keys added to the queue; requeue is true for retries and RequeueAfter", Library},
+	{QueueWait, Histogram, []string{"controller"}, "time a key waited in the queue before a worker took it", Library},
+	{HandleDuration, Histogram, []string{"controller", "success"}, "time a handler call took; success is false when it returned an error or panicked", Library},
+	{Retries, Counter, []string{"controller"}, "failed handlings that will be retried", Library},
+	{Dropped, Counter, []string{"controller", "reason"}, "failed keys given up on: reason max_retries or terminal", Library},
+	{Panics, Counter, []string{"controller"}, "handler panics, recovered and retried", Library},
+	{QueueLength, Gauge, []string{"controller"}, "keys waiting in the queue now", Library},
+	{Leader, Gauge, []string{"controller"}, "1 while this process holds the Lease named controller, 0 otherwise (only with leader election)", Library},
+
+	{RESTRequests, Counter, []string{"code", "method", "host"}, "requests to the API server, by HTTP status code", RESTClient},
+	{RESTLatency, Histogram, []string{"verb", "host"}, "API request latency, as the client saw it", RESTClient},
+	{RESTRateLimiter, Histogram, []string{"verb", "host"}, "time requests waited for the client's own QPS/burst limiter", RESTClient},
+
+	{ProcessCPU, Counter, nil, "CPU time the process used", Runtime},
+	{ProcessRSS, Gauge, nil, "resident memory of the process", Runtime},
+	{GoHeap, Gauge, nil, "bytes of live and not yet collected heap objects", Runtime},
+	{GoGoroutines, Gauge, nil, "goroutines now", Runtime},
+
+	{TerminatedPods, Counter, []string{"terminator", "dry_run"}, "pods deleted (dry_run=\"false\") or chosen in a dry run (\"true\"), by PodTerminator name", PodTerminator},
+
+	{TenantsByReadiness, Gauge, []string{"ready"}, "Tenants by Ready condition, counted in the leader's cache at scrape time", Tenants},
+	{DriftRepairs, Counter, []string{"kind"}, "children of Tenants restored after someone else changed or deleted them", Tenants},
+}
+
+// All returns every family, in documentation order.
+func All() []Family { return slices.Clone(families) }
+
+// Lookup returns the family named name, which may also be a histogram's
+// _bucket, _count or _sum series name, or a summary's _count or _sum.
+func Lookup(name string) (Family, bool) {
+	for _, f := range families {
+		if f.Name == name {
+			return f, true
+		}
+		for _, suffix := range suffixes(f.Type) {
+			if f.Name+suffix == name {
+				return f, true
+			}
+		}
+	}
+	return Family{}, false
+}
+
+func suffixes(t Type) []string {
+	switch t {
+	case Histogram:
+		return []string{"_bucket", "_count", "_sum"}
+	case Summary:
+		return []string{"_count", "_sum"}
+	}
+	return nil
+}
+
+// Exposed returns the families a process exposes when it registers the
+// given sources.
+func Exposed(sources ...Source) []Family {
+	var out []Family
+	for _, f := range families {
+		if slices.Contains(sources, f.Source) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Operators maps each operator's name to the sources its /metrics exposes.
+var Operators = map[string][]Source{
+	"pod-terminator": {Library, RESTClient, Runtime, PodTerminator},
+	"multi-resource": {Library, RESTClient, Runtime, Tenants},
+}

@@ -1,0 +1,138 @@
+package dashboards_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/promql/parser"
+
+	"github.com/kooperkit/kooper/grafana/internal/catalog"
+	"github.com/kooperkit/kooper/grafana/internal/dashboards"
+)
+
+func TestTheGeneratedFilesAreUpToDate(t *testing.T) {
+	files, err := dashboards.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, want := range files {
+		have, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(p)))
+		if err != nil || !bytes.Equal(have, want) {
+			t.Errorf("grafana/%s is out of date (%v): run `make generate`", p, err)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join("..", "..", "dashboards"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if _, ok := files["dashboards/"+e.Name()]; !ok {
+			t.Errorf("grafana/dashboards/%s is not generated: remove it or define it in grafana/internal/dashboards", e.Name())
+		}
+	}
+}
+
+// substitute replaces the dashboard variables the way Grafana would for
+// "All", so the expression parses.
+func substitute(expr string) string {
+	return strings.NewReplacer("$"+dashboards.VarController, ".+", dashboards.VarRateInterval, "1m").Replace(expr)
+}
+
+func TestEveryQueryParsesAndNamesCatalogMetricsWithTheirLabels(t *testing.T) {
+	padding := []string{"absent", "absent_over_time", "vector"}
+	for _, d := range dashboards.All() {
+		for _, r := range d.Rows {
+			for _, p := range r.Panels {
+				if len(p.Targets) == 0 || p.Title == "" || p.Description == "" || p.Unit == "" {
+					t.Errorf("%s / %q: want a title, a description, a unit and at least one query", d.UID, p.Title)
+				}
+				for _, target := range p.Targets {
+					expr, err := parser.ParseExpr(substitute(target.Expr))
+					if err != nil {
+						t.Errorf("%s / %q: %q does not parse: %v", d.UID, p.Title, target.Expr, err)
+						continue
+					}
+					selectors := 0
+					parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+						switch n := node.(type) {
+						case *parser.Call:
+							if slices.Contains(padding, n.Func.Name) {
+								t.Errorf("%s / %q: %s() pads the result: every selector must match on its own", d.UID, p.Title, n.Func.Name)
+							}
+						case *parser.BinaryExpr:
+							if n.Op == parser.LOR {
+								t.Errorf("%s / %q: `or` may pad the result: %s", d.UID, p.Title, target.Expr)
+							}
+						case *parser.VectorSelector:
+							selectors++
+							f, ok := catalog.Lookup(n.Name)
+							if !ok {
+								t.Errorf("%s / %q: metric %s is not in the catalog", d.UID, p.Title, n.Name)
+								return nil
+							}
+							allowed := append(slices.Clone(f.Labels), "job", "instance", "__name__")
+							if strings.HasSuffix(n.Name, "_bucket") {
+								allowed = append(allowed, "le")
+							}
+							for _, m := range n.LabelMatchers {
+								if !slices.Contains(allowed, m.Name) {
+									t.Errorf("%s / %q: %s has no label %s (it has %v)", d.UID, p.Title, n.Name, m.Name, f.Labels)
+								}
+							}
+						}
+						return nil
+					})
+					if selectors == 0 {
+						t.Errorf("%s / %q: %q selects no metric", d.UID, p.Title, target.Expr)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestTheDashboardsCoverWhatTheyPromise(t *testing.T) {
+	uses := map[string]map[string]bool{} // dashboard UID -> family names used
+	for _, d := range dashboards.All() {
+		uses[d.UID] = map[string]bool{}
+		for _, r := range d.Rows {
+			for _, p := range r.Panels {
+				for _, target := range p.Targets {
+					expr, err := parser.ParseExpr(substitute(target.Expr))
+					if err != nil {
+						continue // reported by the test above
+					}
+					parser.Inspect(expr, func(node parser.Node, _ []parser.Node) error {
+						if n, ok := node.(*parser.VectorSelector); ok {
+							if f, ok := catalog.Lookup(n.Name); ok {
+								uses[d.UID][f.Name] = true
+							}
+						}
+						return nil
+					})
+				}
+			}
+		}
+	}
+	tests := []struct {
+		uid     string
+		sources []catalog.Source
+	}{
+		// The library's dashboard charts every library, REST client and
+		// runtime family; each operator's, all of its own.
+		{"kooper-controllers", []catalog.Source{catalog.Library, catalog.RESTClient, catalog.Runtime}},
+		{"kooper-pod-terminator", []catalog.Source{catalog.PodTerminator}},
+		{"kooper-tenants", []catalog.Source{catalog.Tenants}},
+	}
+	for _, tt := range tests {
+		for _, f := range catalog.Exposed(tt.sources...) {
+			if !uses[tt.uid][f.Name] {
+				t.Errorf("dashboard %s charts no %s", tt.uid, f.Name)
+			}
+		}
+	}
+}

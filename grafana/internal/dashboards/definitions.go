@@ -1,0 +1,290 @@
+package dashboards
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/kooperkit/kooper/grafana/internal/catalog"
+)
+
+const queueLengthName = catalog.QueueLength
+
+// All returns the dashboards: the library's, then one per operator.
+func All() []Dashboard {
+	return []Dashboard{
+		{
+			UID:         "kooper-controllers",
+			Title:       "Kooper / Controllers",
+			Description: "Every Kooper controller: its queue, handlings, errors, leader election, and the API requests of its process.",
+			Rows: []Row{
+				{Title: "Queue", Panels: queuePanels()},
+				{Title: "Handling", Panels: handlingPanels()},
+				{Title: "Leader election and API server requests", Panels: append([]Panel{leaderPanel()}, restPanels()...)},
+				{Title: "Processes", Panels: processPanels()},
+			},
+		},
+		{
+			UID:         "kooper-pod-terminator",
+			Title:       "Kooper / Pod terminator",
+			Description: "The pod-terminator operator: pods terminated per PodTerminator, dry runs, and its controller.",
+			Controllers: "pod-terminator.*",
+			Rows: []Row{
+				{Title: "Pods terminated", Panels: []Panel{
+					{
+						Title:       "Pods terminated per second, by PodTerminator",
+						Description: "Pods deleted by each PodTerminator (dry_run=\"false\").",
+						Unit:        "ops",
+						Targets: []Target{{
+							Expr:   fmt.Sprintf(`sum by (terminator) (rate(%s{dry_run="false"}[%s]))`, catalog.TerminatedPods, VarRateInterval),
+							Legend: "{{terminator}}",
+						}},
+					},
+					{
+						Title:       "Pods chosen in dry runs per second",
+						Description: "Pods a dry-run PodTerminator would have deleted (dry_run=\"true\"): nothing was deleted.",
+						Unit:        "ops",
+						Targets: []Target{{
+							Expr:   fmt.Sprintf(`sum by (terminator) (rate(%s{dry_run="true"}[%s]))`, catalog.TerminatedPods, VarRateInterval),
+							Legend: "{{terminator}} (dry run)",
+						}},
+					},
+					{
+						Title:       "Pods terminated in the last hour",
+						Description: "Deleted pods over the last hour, by PodTerminator and dry run.",
+						Unit:        "short",
+						Targets: []Target{{
+							Expr:   fmt.Sprintf(`sum by (terminator, dry_run) (increase(%s[1h]))`, catalog.TerminatedPods),
+							Legend: "{{terminator}} dry_run={{dry_run}}",
+						}},
+					},
+				}},
+				{Title: "Controller", Panels: operatorControllerPanels()},
+			},
+		},
+		{
+			UID:         "kooper-tenants",
+			Title:       "Kooper / Tenants",
+			Description: "The multi-resource operator: Tenants ready and not ready, drift repairs of their children, and its controllers.",
+			Controllers: "multi-resource.*",
+			Rows: []Row{
+				{Title: "Tenants", Panels: []Panel{
+					{
+						Title:       "Tenants ready and not ready",
+						Description: "Tenants by their Ready condition, from the leader's cache (a standby reports nothing).",
+						Unit:        "short",
+						Targets: []Target{{
+							Expr:   fmt.Sprintf(`sum by (ready) (%s)`, catalog.TenantsByReadiness),
+							Legend: "ready={{ready}}",
+						}},
+					},
+					{
+						Title:       "Drift repairs per second, by kind",
+						Description: "Children of Tenants restored after someone else changed or deleted them.",
+						Unit:        "ops",
+						Targets: []Target{{
+							Expr:   fmt.Sprintf(`sum by (kind) (rate(%s[%s]))`, catalog.DriftRepairs, VarRateInterval),
+							Legend: "{{kind}}",
+						}},
+					},
+					{
+						Title:       "Drift repairs in the last hour",
+						Description: "Children restored over the last hour, by kind.",
+						Unit:        "short",
+						Targets: []Target{{
+							Expr:   fmt.Sprintf(`sum by (kind) (increase(%s[1h]))`, catalog.DriftRepairs),
+							Legend: "{{kind}}",
+						}},
+					},
+				}},
+				{Title: "Controllers", Panels: operatorControllerPanels()},
+			},
+		},
+	}
+}
+
+// sel is name{controller=~"$controller", extra...}.
+func sel(name string, extra ...string) string {
+	return name + "{" + strings.Join(append([]string{`controller=~"$` + VarController + `"`}, extra...), ", ") + "}"
+}
+
+// rate is rate(selector[$__rate_interval]).
+func rate(selector string) string { return "rate(" + selector + "[" + VarRateInterval + "])" }
+
+// quantile is the q-quantile of a histogram's buckets, by controller.
+func quantile(q, histogram string) string {
+	return fmt.Sprintf("histogram_quantile(%s, sum by (controller, le) (%s))", q, rate(sel(histogram+"_bucket")))
+}
+
+// kooperProcess keeps the series of processes running Kooper controllers,
+// so runtime panels ignore other jobs.
+func kooperProcess(expr string) string {
+	return fmt.Sprintf("%s and on (job, instance) count by (job, instance) (%s)", expr, catalog.QueueLength)
+}
+
+func queuePanels() []Panel {
+	return []Panel{
+		{
+			Title:       "Events per second",
+			Description: "Keys added to each controller's queue: changes the retriever saw and resyncs (requeue=false), retries and RequeueAfter (requeue=true).",
+			Unit:        "ops",
+			Targets: []Target{{
+				Expr:   "sum by (controller, requeue) (" + rate(sel(catalog.QueuedEvents)) + ")",
+				Legend: "{{controller}} requeue={{requeue}}",
+			}},
+		},
+		{
+			Title:       "Queue length",
+			Description: "Keys waiting for a worker now. A queue that keeps growing means the workers cannot keep up.",
+			Unit:        "short",
+			Targets: []Target{{
+				Expr:   "sum by (controller) (" + sel(catalog.QueueLength) + ")",
+				Legend: "{{controller}}",
+			}},
+		},
+		{
+			Title:       "Time in queue (p50, p99)",
+			Description: "How long keys waited before a worker took them: work waiting on workers, or retries waiting out their backoff.",
+			Unit:        "s",
+			Targets: []Target{
+				{Expr: quantile("0.5", catalog.QueueWait), Legend: "{{controller}} p50"},
+				{Expr: quantile("0.99", catalog.QueueWait), Legend: "{{controller}} p99"},
+			},
+		},
+	}
+}
+
+func handlingPanels() []Panel {
+	return []Panel{
+		{
+			Title:       "Handling latency (p50, p90, p99)",
+			Description: "How long handler calls took, successful or not.",
+			Unit:        "s",
+			Targets: []Target{
+				{Expr: quantile("0.5", catalog.HandleDuration), Legend: "{{controller}} p50"},
+				{Expr: quantile("0.9", catalog.HandleDuration), Legend: "{{controller}} p90"},
+				{Expr: quantile("0.99", catalog.HandleDuration), Legend: "{{controller}} p99"},
+			},
+		},
+		{
+			Title:       "Handlings per second, by outcome",
+			Description: "Handler calls that returned nil (success=true) or an error or panicked (success=false).",
+			Unit:        "ops",
+			Targets: []Target{{
+				Expr:   "sum by (controller, success) (" + rate(sel(catalog.HandleDuration+"_count")) + ")",
+				Legend: "{{controller}} success={{success}}",
+			}},
+		},
+		{
+			Title:       "Error ratio",
+			Description: "Share of handler calls that failed. Empty while a controller handles nothing (0/0).",
+			Unit:        "percentunit",
+			Targets: []Target{{
+				Expr: "sum by (controller) (" + rate(sel(catalog.HandleDuration+"_count", `success="false"`)) + ")\n/\n" +
+					"sum by (controller) (" + rate(sel(catalog.HandleDuration+"_count")) + ")",
+				Legend: "{{controller}}",
+			}},
+		},
+		{
+			Title:       "Retries and drops per second",
+			Description: "Failed handlings that will be retried, and keys given up on (max_retries, or a terminal error).",
+			Unit:        "ops",
+			Targets: []Target{
+				{Expr: "sum by (controller) (" + rate(sel(catalog.Retries)) + ")", Legend: "{{controller}} retry"},
+				{Expr: "sum by (controller, reason) (" + rate(sel(catalog.Dropped)) + ")", Legend: "{{controller}} dropped {{reason}}"},
+			},
+		},
+		{
+			Title:       "Handler panics in the last hour",
+			Description: "Panics recovered by the controller (the key is retried). Any is a bug in a handler.",
+			Unit:        "short",
+			Targets: []Target{{
+				Expr:   "sum by (controller) (increase(" + sel(catalog.Panics) + "[1h]))",
+				Legend: "{{controller}}",
+			}},
+		},
+	}
+}
+
+func leaderPanel() Panel {
+	return Panel{
+		Title:       "Leader, by Lease and replica",
+		Description: "1 for the replica holding each Lease (named like its controllers), 0 for standbys. The sum by Lease should be 1.",
+		Unit:        "short",
+		Targets: []Target{{
+			Expr:   "max by (controller, instance) (" + sel(catalog.Leader) + ")",
+			Legend: "{{controller}} {{instance}}",
+		}},
+	}
+}
+
+func restPanels() []Panel {
+	return []Panel{
+		{
+			Title:       "API requests per second, by code and method",
+			Description: "Requests of each process to the API server (every client of the process, not per controller).",
+			Unit:        "ops",
+			Targets: []Target{{
+				Expr:   fmt.Sprintf("sum by (job, code, method) (rate(%s[%s]))", catalog.RESTRequests, VarRateInterval),
+				Legend: "{{job}} {{method}} {{code}}",
+			}},
+		},
+		{
+			Title:       "API request latency p99, by verb",
+			Description: "Request latency as the client saw it, including the network.",
+			Unit:        "s",
+			Targets: []Target{{
+				Expr:   fmt.Sprintf("histogram_quantile(0.99, sum by (job, verb, le) (rate(%s_bucket[%s])))", catalog.RESTLatency, VarRateInterval),
+				Legend: "{{job}} {{verb}}",
+			}},
+		},
+		{
+			Title:       "Client rate limiter wait p99, by verb",
+			Description: "Time requests waited for the client's own QPS and burst. Seconds here mean the -kube-api-qps flag is too low.",
+			Unit:        "s",
+			Targets: []Target{{
+				Expr:   fmt.Sprintf("histogram_quantile(0.99, sum by (job, verb, le) (rate(%s_bucket[%s])))", catalog.RESTRateLimiter, VarRateInterval),
+				Legend: "{{job}} {{verb}}",
+			}},
+		},
+	}
+}
+
+func processPanels() []Panel {
+	return []Panel{
+		{
+			Title:       "CPU, by process",
+			Description: "CPU seconds per second of each process running Kooper controllers.",
+			Unit:        "short",
+			Targets: []Target{{
+				Expr:   kooperProcess(fmt.Sprintf("rate(%s[%s])", catalog.ProcessCPU, VarRateInterval)),
+				Legend: "{{job}} {{instance}}",
+			}},
+		},
+		{
+			Title:       "Memory, by process",
+			Description: "Resident memory and live heap of each process running Kooper controllers.",
+			Unit:        "bytes",
+			Targets: []Target{
+				{Expr: kooperProcess(catalog.ProcessRSS), Legend: "{{job}} {{instance}} resident"},
+				{Expr: kooperProcess(catalog.GoHeap), Legend: "{{job}} {{instance}} heap"},
+			},
+		},
+		{
+			Title:       "Goroutines, by process",
+			Description: "A count that keeps growing is a leak.",
+			Unit:        "short",
+			Targets: []Target{{
+				Expr:   kooperProcess(catalog.GoGoroutines),
+				Legend: "{{job}} {{instance}}",
+			}},
+		},
+	}
+}
+
+// operatorControllerPanels are the controller panels an operator's own
+// dashboard repeats, filtered by its controller variable.
+func operatorControllerPanels() []Panel {
+	h := handlingPanels()
+	q := queuePanels()
+	return []Panel{h[1], h[0], q[1], h[2], h[3], leaderPanel()}
+}
