@@ -62,8 +62,9 @@ func Markdown(dashboards []Dashboard, families []catalog.Family) []byte {
 	w("from `label_values` of `%s`). On an operator's dashboard, `controller` offers that operator's\n", queueLengthName)
 	w("controllers only. Alerting rules over the same metrics are in [`grafana/alerts`](../grafana/alerts).\n\n")
 	w("![Handling latency, queue length and handlings of the sample operators under load, plotted by grafana/cmd/promplot](img/kooper-under-load.png)\n\n")
-	w("The picture above is drawn from a real Prometheus by `grafana/cmd/promplot` (there is no Grafana\n")
-	w("here): run `make run` and Prometheus, then from `grafana/`:\n`go run ./cmd/promplot -range 10m -out ../docs/img/kooper-under-load.png`.\n\n")
+	w("`grafana/cmd/promplot` drew the picture above from the real Prometheus of the end-to-end test, during\n")
+	w("a burst of 30 Tenants (from `grafana/`: `KOOPER_PLOT_OUT=$PWD/../docs/img/kooper-under-load.png go test\n")
+	w("./integration`). Against your own Prometheus: `go run ./cmd/promplot -prometheus URL -range 10m -out plot.png`.\n\n")
 	for _, d := range dashboards {
 		w("### %s (`grafana/dashboards/%s.json`)\n\n%s\n\n", d.Title, d.UID, d.Description)
 		if d.Controllers != "" {
