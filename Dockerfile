@@ -1,24 +1,40 @@
 # syntax=docker/dockerfile:1
-# Builds one command of this repository into a static, trimmed binary on a
-# distroless base that runs as non-root and has no shell:
+# Builds one operator into a static, trimmed binary stamped with its version,
+# on distroless/static: no shell, no package manager, run as non-root.
 #
-#   docker build --build-arg CMD=./operators/pod-terminator/cmd/pod-terminator \
-#     --build-arg VERSION=$(git describe --tags --always) -t pod-terminator .
+#   make docker-build OPERATOR=pod-terminator IMG=registry.example/pod-terminator:v0.1.0
 #
-# The go build flags are the Makefile's BUILD_FLAGS (`make build` produces the
-# same binaries without Docker).
+# or, without make:
+#
+#   docker build --build-arg OPERATOR=pod-terminator --build-arg VERSION=v0.1.0 \
+#     -t registry.example/pod-terminator:v0.1.0 .
+#
+# CMD builds any other command of the repository instead, e.g.
+# --build-arg CMD=./examples/pod-logger.
+#
+# The go build command is hack/build/build.sh, which `make build` runs too:
+# bin/ holds the same binaries, without Docker. hack/build/build_test.go
+# checks that they are static and trimmed, and that this file and the
+# Makefile build through that script only.
 ARG GO_VERSION=1.26
 
-FROM golang:${GO_VERSION} AS build
+# The build runs on the builder's platform and cross-compiles to the
+# target's (docker buildx build --platform linux/amd64,linux/arm64).
+FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
-RUN go mod download
+RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
-ARG CMD=./examples/pod-logger
+ARG OPERATOR=pod-terminator
+ARG CMD=./operators/${OPERATOR}/cmd/${OPERATOR}
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/app "${CMD}"
+ARG TARGETOS
+ARG TARGETARCH
+RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+	GOOS="${TARGETOS}" GOARCH="${TARGETARCH}" VERSION="${VERSION}" hack/build/build.sh /out/operator "${CMD}"
 
 FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/app /app
+COPY --from=build /out/operator /operator
+# nonroot (65532), numerically, so that runAsNonRoot can verify it.
 USER 65532:65532
-ENTRYPOINT ["/app"]
+ENTRYPOINT ["/operator"]

@@ -10,11 +10,25 @@ CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kooper
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
-# Binaries are static and trimmed, the same way in `make build` and the
-# Dockerfile, and stamped with VERSION (their -version flag prints it).
+# Binaries are static and trimmed, stamped with VERSION (their -version flag
+# prints it), by one command that `make build` and the Dockerfile both run:
+# hack/build/build.sh (its test checks the binaries and that both call it).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-BUILD_FLAGS := -trimpath -ldflags "-s -w -X main.version=$(VERSION)"
 COMMANDS := ./examples/pod-logger ./operators/pod-terminator/cmd/pod-terminator ./operators/multi-resource/cmd/multi-resource
+
+# docker-build, deploy and undeploy act on OPERATOR: one or both of OPERATORS.
+# Each operator's image is IMG when OPERATOR names one operator, else
+# IMAGE_REGISTRY/<operator>:VERSION: make docker-build, a push, then make
+# deploy with the same variables deploys what was built. kubectl acts on the
+# current context (manifests/README.md).
+OPERATORS := pod-terminator multi-resource
+OPERATOR ?= $(OPERATORS)
+IMAGE_REGISTRY ?= ghcr.io/kooperkit
+IMG ?=
+DOCKER ?= docker
+KUBECTL ?= kubectl
+# image is the shell expression of the image of the operator in $$op.
+image = $(or $(IMG),$(IMAGE_REGISTRY)/$$op:$(VERSION))
 
 .PHONY: help
 help: ## List the targets.
@@ -74,17 +88,49 @@ generate: ## Generate deepcopy, clients, listers, informers (code-generator v0.3
 	$(GRAFANA) $(GO) run ./cmd/dashboards
 
 .PHONY: verify-generate
-verify-generate: ## Fail if generated code, CRDs, dashboards or docs/metrics.md are stale.
+verify-generate: ## Fail if generated code, CRDs, dashboards, docs/metrics.md or a tutorial's code block is stale.
 	CACHE_DIR="$(CACHE_DIR)" hack/codegen/verify.sh
 	$(GRAFANA) $(GO) run ./cmd/dashboards -check
+	$(GO) run ./hack/docs -check
+
+.PHONY: docs
+docs: ## Rewrite every tutorial code block from the region of the compiled file it quotes (hack/docs).
+	$(GO) run ./hack/docs
 
 .PHONY: bench
 bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare informer (about 1.5 minutes).
 	cd bench && $(GO) run ./cmd/compare -rounds 9
 
 .PHONY: build
-build: ## Build static binaries into bin/.
-	CGO_ENABLED=0 $(GO) build $(BUILD_FLAGS) -o bin/ $(COMMANDS)
+build: ## Build static, trimmed binaries stamped with VERSION into bin/ (hack/build/build.sh, as the Dockerfile does).
+	GO="$(GO)" VERSION="$(VERSION)" hack/build/build.sh bin/ $(COMMANDS)
+
+.PHONY: manifests
+manifests: ## Regenerate the CRD YAML and its kustomizations in manifests/crds/ (the controller-gen part of make generate).
+	CACHE_DIR="$(CACHE_DIR)" hack/codegen/generate.sh --crds
+
+.PHONY: docker-build
+docker-build: check-operator ## Build an image per OPERATOR (default both) tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION.
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) not found: install Docker (or set DOCKER=podman); make build makes the same static binaries without it" >&2; exit 1; }
+	@$(DOCKER) info >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) cannot reach its daemon (is it running?); make build makes the same static binaries without it" >&2; exit 1; }
+	@for op in $(OPERATOR); do \
+		echo "$(DOCKER) build --build-arg OPERATOR=$$op --build-arg VERSION=$(VERSION) -t $(image) ."; \
+		$(DOCKER) build --build-arg OPERATOR=$$op --build-arg VERSION="$(VERSION)" -t "$(image)" .; \
+	done
+
+.PHONY: deploy
+deploy: check-operator ## kubectl apply -k manifests/<operator> per OPERATOR (default both) to the current context, with the image set to IMG or IMAGE_REGISTRY/<operator>:VERSION.
+	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh deploy $$op "$(image)"; done
+
+.PHONY: undeploy
+undeploy: check-operator ## Remove OPERATOR (default both) from the current context: its custom resources first (while it can finalize them), then the operator, then its CRDs.
+	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh undeploy $$op; done
+
+.PHONY: check-operator
+check-operator:
+	@for op in $(OPERATOR); do case " $(OPERATORS) " in *" $$op "*) ;; *) echo "unknown OPERATOR $$op: want one or more of $(OPERATORS)" >&2; exit 1;; esac; done
+	@if [ -n "$(IMG)" ] && [ "$(words $(OPERATOR))" != 1 ]; then echo "IMG is one operator's image: name that operator, e.g. OPERATOR=pod-terminator IMG=$(IMG)" >&2; exit 1; fi
+	@if [ -z "$(strip $(OPERATOR))" ]; then echo "OPERATOR is empty: want one or more of $(OPERATORS)" >&2; exit 1; fi
 
 .PHONY: controlplane
 controlplane: ## Build the local control plane into the user cache, linked from bin/ (WITH_KWOK=1 adds kwok; first time 9+ min).

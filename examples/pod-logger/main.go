@@ -37,6 +37,8 @@ import (
 	"github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
+// region: main
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -47,9 +49,12 @@ func main() {
 	}
 }
 
+// endregion: main
+
 // run parses args, wires the controller and runs it until ctx is done (or
 // the demo's -duration passes).
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	// region: flags
 	fs := flag.NewFlagSet("pod-logger", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig of the cluster to watch; empty runs the in-memory demo")
@@ -57,6 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // -h printed the usage: not a failure
+		}
 		return err
 	}
 	level, err := log.ParseLevel(*logLevel)
@@ -69,7 +77,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
+	// endregion: flags
 
+	// region: metrics
 	registry := prom.NewRegistry()
 	recorder, err := prometheus.New(registry, prometheus.Options{})
 	if err != nil {
@@ -83,7 +93,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer stopMetrics()
 		logger.Info("serving metrics", "url", "http://"+*metricsAddr+"/metrics")
 	}
+	// endregion: metrics
 
+	// region: pods
 	var pods controller.Retriever
 	if *kubeconfig != "" {
 		if pods, err = clusterPods(*kubeconfig); err != nil {
@@ -95,7 +107,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		go simulate(ctx, demo)
 		pods = demo
 	}
+	// endregion: pods
 
+	// region: controller
 	ctrl, err := controller.New(controller.Config{
 		Name:            "pod-logger",
 		Handler:         controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.Pod](logPod(stdout))),
@@ -107,7 +121,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	return ctrl.Run(ctx)
+	// endregion: controller
 }
+
+// region: handler
 
 // logPod is the domain logic: print the pod's latest phase.
 func logPod(w io.Writer) func(context.Context, *corev1.Pod) error {
@@ -116,6 +133,10 @@ func logPod(w io.Writer) func(context.Context, *corev1.Pod) error {
 		return err
 	}
 }
+
+// endregion: handler
+
+// region: retriever
 
 func clusterPods(kubeconfig string) (controller.Retriever, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -130,6 +151,8 @@ func clusterPods(kubeconfig string) (controller.Retriever, error) {
 	pods := client.CoreV1().Pods("")
 	return controller.NewRetriever(client, pods.List, pods.Watch), nil
 }
+
+// endregion: retriever
 
 // simulate plays a small cluster's pod churn on the demo retriever: pods
 // are created Pending, start Running, and some finish, every 300ms.
@@ -163,6 +186,8 @@ func simulate(ctx context.Context, pods *controllertest.Retriever) {
 	}
 }
 
+// region: serve-metrics
+
 func serveMetrics(addr string, registry *prom.Registry) (stop func(), err error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -185,3 +210,5 @@ func serveMetrics(addr string, registry *prom.Registry) (stop func(), err error)
 		<-done
 	}, nil
 }
+
+// endregion: serve-metrics

@@ -12,6 +12,8 @@ import (
 	"go.uber.org/goleak"
 )
 
+// region: demo-test
+
 func TestTheDemoLogsPodsAndServesMetrics(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	var out, errOut bytes.Buffer
@@ -40,9 +42,21 @@ func TestTheDemoLogsPodsAndServesMetrics(t *testing.T) {
 	}
 }
 
+// endregion: demo-test
+
 func TestABadFlagIsAnError(t *testing.T) {
 	err := run(context.Background(), []string{"-log-level", "loud"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "unknown log level") {
 		t.Errorf("got %v, want an unknown log level error", err)
+	}
+}
+
+func TestHelpPrintsTheFlagsAndSucceeds(t *testing.T) {
+	var stderr bytes.Buffer
+	if err := run(context.Background(), []string{"-h"}, io.Discard, &stderr); err != nil {
+		t.Errorf("got %v for -h, want nil", err)
+	}
+	if !strings.Contains(stderr.String(), "-kubeconfig") {
+		t.Errorf("-h printed %q, want the flags", stderr.String())
 	}
 }

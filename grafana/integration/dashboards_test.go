@@ -72,7 +72,7 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 		})
 	}
 	kubectl := filepath.Join(cluster.BinDir(), devcluster.BinKubectl)
-	if out, err := exec.Command(kubectl, "--kubeconfig", cluster.KubeconfigPath(), "apply", "-f", filepath.Join(root, "manifests", "crds")).CombinedOutput(); err != nil {
+	if out, err := exec.Command(kubectl, "--kubeconfig", cluster.KubeconfigPath(), "apply", "-k", filepath.Join(root, "manifests", "crds")).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply the CRDs: %v\n%s", err, out)
 	}
 	crdsAt := time.Now()

@@ -2,15 +2,24 @@
 # Generates everything derived from the hand-written types in apis/:
 #   - deep-copy functions (zz_generated.deepcopy.go), the typed clientset
 #     (+fake), listers and informers in apis/client/, with k8s.io/code-generator;
-#   - the CRD YAML in manifests/crds/, with controller-gen (controller-tools).
+#   - the CRD YAML in manifests/crds/<group>/, with controller-gen
+#     (controller-tools), and a kustomization.yaml per API group plus one for
+#     all of them in manifests/crds/.
 # Both are built from the Go module proxy at pinned versions (no Docker) and
 # cached per user in $CACHE_DIR/tools/<tool>-<version>/. code-generator runs
 # from its own module directory in the module cache, so it never becomes a
 # requirement of the root go.mod; `go mod tidy` runs last.
 #
-# Usage: hack/codegen/generate.sh [ROOT]   (ROOT defaults to this repository;
-# verify.sh passes a temporary copy).
+# Usage: hack/codegen/generate.sh [--crds] [ROOT]   (ROOT defaults to this
+# repository; verify.sh passes a temporary copy). --crds makes the CRD YAML
+# only (make manifests).
 set -euo pipefail
+
+CRDS_ONLY=false
+if [[ "${1:-}" == --crds ]]; then
+	CRDS_ONLY=true
+	shift
+fi
 
 CODEGEN_VERSION=v0.36.1          # k8s.io/code-generator, the client-go line we use
 CONTROLLER_TOOLS_VERSION=v0.21.0 # sigs.k8s.io/controller-tools (1.36 line)
@@ -31,39 +40,80 @@ if [[ ! -x "${CONTROLLER_GEN}" ]]; then
 	GOBIN="${CONTROLLER_GEN_DIR}" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@${CONTROLLER_TOOLS_VERSION}"
 fi
 
-# code-generator: kube_codegen.sh is sourced from the module cache and
-# `go install`s its generators from there into $GOBIN (read when sourced):
-# a per-version directory of our cache, so a warm run only checks the Go
-# build cache.
-CODEGEN_MODDIR="$(go env GOMODCACHE)/k8s.io/code-generator@${CODEGEN_VERSION}"
-if [[ ! -f "${CODEGEN_MODDIR}/kube_codegen.sh" ]]; then
-	echo "downloading k8s.io/code-generator ${CODEGEN_VERSION} from the Go module proxy"
-	(cd "$(mktemp -d)" && go mod download "k8s.io/code-generator@${CODEGEN_VERSION}")
-fi
-export GOBIN="${CACHE_DIR}/tools/code-generator-${CODEGEN_VERSION}"
-mkdir -p "${GOBIN}"
-# shellcheck source=/dev/null
-source "${CODEGEN_MODDIR}/kube_codegen.sh"
-
 cd "${ROOT}"
-# kube_codegen.sh greps these for old files to remove; create them so a first
-# run does not print "No such file or directory".
-mkdir -p apis/client/clientset apis/client/listers apis/client/informers
-kube::codegen::gen_helpers \
-	--boilerplate "${BOILERPLATE}" \
-	"${ROOT}/apis"
 
-kube::codegen::gen_client \
-	--with-watch \
-	--output-dir "${ROOT}/apis/client" \
-	--output-pkg "${MODULE}/apis/client" \
-	--boilerplate "${BOILERPLATE}" \
-	"${ROOT}/apis"
+if [[ "${CRDS_ONLY}" == false ]]; then
+	# code-generator: kube_codegen.sh is sourced from the module cache and
+	# `go install`s its generators from there into $GOBIN (read when sourced):
+	# a per-version directory of our cache, so a warm run only checks the Go
+	# build cache.
+	CODEGEN_MODDIR="$(go env GOMODCACHE)/k8s.io/code-generator@${CODEGEN_VERSION}"
+	if [[ ! -f "${CODEGEN_MODDIR}/kube_codegen.sh" ]]; then
+		echo "downloading k8s.io/code-generator ${CODEGEN_VERSION} from the Go module proxy"
+		(cd "$(mktemp -d)" && go mod download "k8s.io/code-generator@${CODEGEN_VERSION}")
+	fi
+	export GOBIN="${CACHE_DIR}/tools/code-generator-${CODEGEN_VERSION}"
+	mkdir -p "${GOBIN}"
+	# shellcheck source=/dev/null
+	source "${CODEGEN_MODDIR}/kube_codegen.sh"
 
-# controller-gen writes one file per CRD; remove the old ones first so a
-# deleted type does not leave its CRD behind (README.md stays).
-rm -f "${ROOT}"/manifests/crds/*.yaml
+	# kube_codegen.sh greps these for old files to remove; create them so a first
+	# run does not print "No such file or directory".
+	mkdir -p apis/client/clientset apis/client/listers apis/client/informers
+	kube::codegen::gen_helpers \
+		--boilerplate "${BOILERPLATE}" \
+		"${ROOT}/apis"
+
+	kube::codegen::gen_client \
+		--with-watch \
+		--output-dir "${ROOT}/apis/client" \
+		--output-pkg "${MODULE}/apis/client" \
+		--boilerplate "${BOILERPLATE}" \
+		"${ROOT}/apis"
+fi
+
+# controller-gen writes one file per CRD, <group>_<plural>.yaml. Each API
+# group gets its own directory, named after the group's first label
+# (chaos.kooperkit.io -> manifests/crds/chaos/, like apis/chaos/), with a
+# kustomization.yaml: an operator's kustomization includes its own group's
+# directory only, so undeploying one operator never deletes another's CRDs.
+# Everything is regenerated from scratch, so a deleted type or group leaves
+# nothing behind (README.md stays).
 echo "Generating CRDs into manifests/crds"
-"${CONTROLLER_GEN}" crd paths="./apis/..." output:crd:artifacts:config=manifests/crds
+CRD_TMP="$(mktemp -d)"
+trap 'rm -rf "${CRD_TMP}"' EXIT
+"${CONTROLLER_GEN}" crd paths="./apis/..." output:crd:artifacts:config="${CRD_TMP}"
+find manifests/crds -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
+groups=()
+for file in "${CRD_TMP}"/*.yaml; do
+	name="$(basename "${file}")"
+	group="${name%%_*}"
+	dir="${group%%.*}"
+	if [[ ! -d "manifests/crds/${dir}" ]]; then
+		mkdir -p "manifests/crds/${dir}"
+		groups+=("${dir}")
+		printf '%s\n' \
+			"# Generated by hack/codegen/generate.sh: the CRDs of the ${group} API group." \
+			"apiVersion: kustomize.config.k8s.io/v1beta1" \
+			"kind: Kustomization" \
+			"labels:" \
+			"  - pairs:" \
+			"      app.kubernetes.io/part-of: kooper" \
+			"resources:" >"manifests/crds/${dir}/kustomization.yaml"
+	fi
+	cp "${file}" "manifests/crds/${dir}/${name}"
+	echo "  - ${name}" >>"manifests/crds/${dir}/kustomization.yaml"
+done
+{
+	echo "# Generated by hack/codegen/generate.sh: every CRD of this repository"
+	echo "# (kubectl apply -k manifests/crds). An operator's kustomization includes"
+	echo "# its own group's directory only."
+	echo "apiVersion: kustomize.config.k8s.io/v1beta1"
+	echo "kind: Kustomization"
+	echo "resources:"
+	printf '  - %s\n' "${groups[@]}"
+} >manifests/crds/kustomization.yaml
 
-go mod tidy
+if [[ "${CRDS_ONLY}" == false ]]; then
+	go mod tidy
+fi

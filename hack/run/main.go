@@ -107,10 +107,12 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	kubectl := filepath.Join(binDir, devcluster.BinKubectl)
 
-	for _, dir := range []string{filepath.Join(*root, "manifests/crds"), filepath.Join(*root, "manifests/rbac")} {
+	// Kustomizations: every CRD, and each operator's namespace and RBAC.
+	for _, dir := range []string{"manifests/crds", "manifests/rbac/pod-terminator", "manifests/rbac/multi-resource"} {
+		dir = filepath.Join(*root, dir)
 		if hasYAML(dir) {
-			say("kubectl apply -R -f %s", dir)
-			cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", path, "apply", "-R", "-f", dir)
+			say("kubectl apply -k %s", dir)
+			cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", path, "apply", "-k", dir)
 			cmd.Stdout, cmd.Stderr = prefixed(out, "kubectl"), prefixed(out, "kubectl")
 			if err := cmd.Run(); err != nil {
 				return fmt.Errorf("could not apply %s: %w", dir, err)

@@ -55,8 +55,10 @@ func Example_podLogger() {
 	if err := ctrl.Run(ctx); err != nil { // until Ctrl-C
 		fmt.Fprintln(os.Stderr, err)
 	}
-	// endregion
+	// endregion: quickstart
 }
+
+// region: example-new
 
 // New and Run a controller over an in-memory retriever.
 func ExampleNew() {
@@ -93,6 +95,8 @@ func ExampleNew() {
 	// Output:
 	// handled [shop/web-1 shop/web-2]
 }
+
+// endregion: example-new
 
 // A typed handler skips the type assertion.
 func ExampleNewTypedHandler() {

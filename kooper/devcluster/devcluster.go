@@ -20,6 +20,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
+// region: options
+
 // Options configures a Cluster. The zero value starts etcd and
 // kube-apiserver only.
 type Options struct {
@@ -44,6 +46,8 @@ type Options struct {
 	// Progress, if set, receives one line per start-up step.
 	Progress io.Writer
 }
+
+// endregion: options
 
 // Cluster is a local control plane of real Kubernetes processes on
 // 127.0.0.1. Start one with Start; Stop it when done.

@@ -13,6 +13,7 @@ import (
 // A handler that owns a DNS record outside the cluster: Finalize first,
 // Ensure second, then the real work.
 func ExampleFinalizer() {
+	// region: dance
 	f := finalizer.Finalizer{
 		Name: "example.com/dns-record",
 		// In an operator: updated, err := client.CoreV1().ConfigMaps(ns).Update(...),
@@ -36,6 +37,7 @@ func ExampleFinalizer() {
 		fmt.Println("create or update the DNS record")
 		return nil
 	}
+	// endregion: dance
 
 	ctx := context.Background()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web"}}

@@ -33,6 +33,7 @@ func TestTheServerAnswersEachEndpoint(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "things_total", Help: "Things."}))
 	var ready atomic.Bool
+	// region: start
 	srv, err := health.Start(health.Config{
 		Addr:     "127.0.0.1:0",
 		Gatherer: reg,
@@ -43,6 +44,7 @@ func TestTheServerAnswersEachEndpoint(t *testing.T) {
 			return "leading", nil
 		},
 	})
+	// endregion: start
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,6 +76,7 @@ type synced bool
 func (s synced) HasSynced() bool { return bool(s) }
 
 func TestReadiness(t *testing.T) {
+	// region: readiness
 	tests := []struct {
 		name        string
 		election    bool
@@ -88,6 +91,7 @@ func TestReadiness(t *testing.T) {
 		{"a leader before sync is not", true, true, []health.Synced{synced(false)}, false, ""},
 		{"a leader after sync is", true, true, []health.Synced{synced(true)}, true, "leading"},
 	}
+	// endregion: readiness
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var leader *health.Leader

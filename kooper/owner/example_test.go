@@ -20,10 +20,12 @@ func ExampleSetController() {
 	web := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "6c1f"}}
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}}
 
+	// region: set-controller
 	if err := owner.SetController(web, rs, appsv1.SchemeGroupVersion.WithKind("Deployment")); err != nil {
 		fmt.Println(err)
 		return
 	}
+	// endregion: set-controller
 	ref := owner.ControllerOf(rs)
 	fmt.Println(ref.APIVersion, ref.Kind, ref.Name, ref.UID, *ref.BlockOwnerDeletion)
 
@@ -41,6 +43,7 @@ func ExampleMiddleware() {
 	deployments := map[string]*appsv1.Deployment{
 		"shop/web": {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "6c1f"}},
 	}
+	// region: middleware
 	// In an operator: return lister.Deployments(namespace).Get(name); the
 	// lister's NotFound error is what the middleware expects.
 	get := func(_ context.Context, namespace, name string) (runtime.Object, error) {
@@ -56,6 +59,7 @@ func ExampleMiddleware() {
 		return nil
 	})
 	h := controller.Chain(handleDeployment, owner.Middleware(schema.GroupKind{Group: "apps", Kind: "Deployment"}, get))
+	// endregion: middleware
 
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}}
 	_ = owner.SetController(deployments["shop/web"], rs, appsv1.SchemeGroupVersion.WithKind("Deployment"))

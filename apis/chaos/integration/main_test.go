@@ -18,7 +18,8 @@ import (
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
-// crdDir holds the generated CRDs, relative to this package.
+// crdDir holds the generated CRDs, one directory per API group, relative to
+// this package.
 const crdDir = "../../../manifests/crds"
 
 var cluster *devcluster.Cluster
@@ -65,7 +66,7 @@ func installCRDs(ctx context.Context, cfg *rest.Config) error {
 	if err != nil {
 		return fmt.Errorf("could not build the apiextensions client: %w", err)
 	}
-	files, err := filepath.Glob(filepath.Join(crdDir, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(crdDir, "*", "*_*.yaml"))
 	if err != nil {
 		return fmt.Errorf("could not list CRDs: %w", err)
 	}

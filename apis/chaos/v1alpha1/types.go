@@ -4,6 +4,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// region: podterminator
+
 // PodTerminator deletes a share of the pods matching its selector every
 // period, to show that their workloads survive losing pods. It is
 // cluster-scoped: one PodTerminator can reach pods in several namespaces.
@@ -31,6 +33,10 @@ type PodTerminator struct {
 	// +optional
 	Status PodTerminatorStatus `json:"status,omitempty"`
 }
+
+// endregion: podterminator
+
+// region: spec
 
 // PodTerminatorSpec says which pods to terminate, how many and how often.
 type PodTerminatorSpec struct {
@@ -80,6 +86,8 @@ type PodTerminatorSpec struct {
 	// +kubebuilder:default=false
 	DryRun bool `json:"dryRun,omitempty"`
 }
+
+// endregion: spec
 
 // Condition types of a PodTerminator.
 const (

@@ -5,6 +5,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// region: tenant
+
 // Tenant is a team's share of the cluster: the operator creates its
 // namespace, named "tenant-" followed by the Tenant's name, with a resource
 // quota, default container limits, a RoleBinding of the admins to the
@@ -35,6 +37,8 @@ type Tenant struct {
 	// +optional
 	Status TenantStatus `json:"status,omitempty"`
 }
+
+// endregion: tenant
 
 // TenantSpec says who administers the tenant and what it may use.
 type TenantSpec struct {
@@ -106,6 +110,8 @@ type ContainerDefaults struct {
 	Memory resource.Quantity `json:"memory"`
 }
 
+// region: status
+
 // TenantStatus is what the operator observed and created.
 type TenantStatus struct {
 	// ObservedGeneration is the generation of the spec the status describes.
@@ -141,6 +147,8 @@ type Child struct {
 	// +optional
 	Message string `json:"message,omitempty"`
 }
+
+// endregion: status
 
 // TenantList is a list of Tenants.
 //

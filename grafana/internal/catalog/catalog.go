@@ -66,8 +66,10 @@ const (
 
 	TerminatedPods = "kooper_pod_terminator_terminated_pods_total"
 
+	// region: tenants-names
 	TenantsByReadiness = "kooper_tenants"
 	DriftRepairs       = "kooper_tenant_drift_repairs_total"
+	// endregion: tenants-names
 )
 
 var families = []Family{
@@ -91,8 +93,10 @@ var families = []Family{
 
 	{TerminatedPods, Counter, []string{"terminator", "dry_run"}, "pods deleted (dry_run=\"false\") or chosen in a dry run (\"true\"), by PodTerminator name", PodTerminator},
 
+	// region: tenants-families
 	{TenantsByReadiness, Gauge, []string{"ready"}, "Tenants by Ready condition, counted in the leader's cache at scrape time", Tenants},
 	{DriftRepairs, Counter, []string{"kind"}, "children of Tenants restored after someone else changed or deleted them", Tenants},
+	// endregion: tenants-families
 }
 
 // All returns every family, in documentation order.
@@ -138,6 +142,8 @@ func Exposed(sources ...Source) []Family {
 
 // Operators maps each operator's name to the sources its /metrics exposes.
 var Operators = map[string][]Source{
+	// region: operators
 	"pod-terminator": {Library, RESTClient, Runtime, PodTerminator},
 	"multi-resource": {Library, RESTClient, Runtime, Tenants},
+	// endregion: operators
 }

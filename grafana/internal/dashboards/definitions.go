@@ -61,6 +61,7 @@ func All() []Dashboard {
 				{Title: "Controller", Panels: operatorControllerPanels()},
 			},
 		},
+		// region: tenants
 		{
 			UID:         "kooper-tenants",
 			Title:       "Kooper / Tenants",
@@ -99,6 +100,7 @@ func All() []Dashboard {
 				{Title: "Controllers", Panels: operatorControllerPanels()},
 			},
 		},
+		// endregion: tenants
 	}
 }
 

@@ -37,6 +37,7 @@ func next(t *testing.T, w watch.Interface) string {
 }
 
 func TestAStreamedInitialListEndsWithABookmark(t *testing.T) {
+	// region: watch-list
 	defer goleak.VerifyNone(t)
 	r := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
 	for _, n := range []string{"a", "b"} {
@@ -58,6 +59,7 @@ func TestAStreamedInitialListEndsWithABookmark(t *testing.T) {
 			t.Errorf("got event %q, want %q", got, w2)
 		}
 	}
+	// endregion: watch-list
 }
 
 func TestAWatchFromAResourceVersionReplaysLaterChanges(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 // first call naming a controller creates its series; the leader gauge
 // appears once a leader election runner calls SetLeader.
 func ExampleNew() {
+	// region: new
 	reg := prometheus.NewRegistry()
 	rec, err := kooperprom.New(reg, kooperprom.Options{})
 	if err != nil {
@@ -34,6 +35,8 @@ func ExampleNew() {
 	for _, mf := range mfs {
 		fmt.Println(mf.GetName(), mf.GetType())
 	}
+	// endregion: new
+
 	// Output:
 	// kooper_controller_dropped_total COUNTER
 	// kooper_controller_handle_duration_seconds HISTOGRAM

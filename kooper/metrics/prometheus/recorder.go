@@ -243,6 +243,7 @@ func (r *Recorder) SetLeader(name string, leading bool) {
 
 // forController returns name's series, creating them at zero on first use.
 func (r *Recorder) forController(name string) *children {
+	// region: series-at-zero
 	if c, ok := r.children.Load(name); ok {
 		return c.(*children)
 	}
@@ -258,6 +259,7 @@ func (r *Recorder) forController(name string) *children {
 		panics:            r.panics.WithLabelValues(name),
 		queueLen:          r.queueLen.WithLabelValues(name),
 	}
+	// endregion: series-at-zero
 	// Two goroutines may build children for the same name at once; both get
 	// the same underlying series from the vecs, and the first stored wins.
 	actual, _ := r.children.LoadOrStore(name, c)

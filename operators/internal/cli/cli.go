@@ -97,6 +97,7 @@ func EnvOr(key, def string) string {
 // OTEL_EXPORTER_OTLP_* variables, e.g. OTEL_EXPORTER_OTLP_ENDPOINT). Call
 // shutdown before exiting to flush the spans.
 func TracerProvider(ctx context.Context, mode, service string, w io.Writer) (tp trace.TracerProvider, shutdown func(context.Context) error, err error) {
+	// region: tracer-provider
 	var exporter sdktrace.SpanExporter
 	switch mode {
 	case "off", "":
@@ -114,4 +115,5 @@ func TracerProvider(ctx context.Context, mode, service string, w io.Writer) (tp 
 	res := resource.NewSchemaless(attribute.String("service.name", service))
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	return sdk, sdk.Shutdown, nil
+	// endregion: tracer-provider
 }

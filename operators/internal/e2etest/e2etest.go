@@ -11,14 +11,11 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
-
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // Run runs run in the background until the test ends, then cancels its
@@ -52,18 +49,6 @@ func AsServiceAccount(cfg *rest.Config, namespace, name string, qps float32, bur
 	}
 	c.QPS, c.Burst = qps, burst
 	return c
-}
-
-// Apply runs the cluster's kubectl apply -R -f on each directory.
-func Apply(t testing.TB, cluster *devcluster.Cluster, dirs ...string) {
-	t.Helper()
-	for _, dir := range dirs {
-		out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
-			"apply", "-R", "-f", dir).CombinedOutput()
-		if err != nil {
-			t.Fatalf("kubectl apply -f %s: %v\n%s", dir, err, out)
-		}
-	}
 }
 
 // Eventually polls cond every 50ms until it holds, or fails the test after

@@ -33,6 +33,7 @@ type Setup struct {
 // and, if tp is not nil, instruments a copy of cfg and returns the tracing
 // middleware.
 func New(cfg *rest.Config, reg prom.Registerer, tp trace.TracerProvider, own ...prom.Collector) (Setup, error) {
+	// region: new
 	s := Setup{REST: cfg}
 	if tp != nil {
 		s.REST = rest.CopyConfig(cfg)
@@ -55,4 +56,5 @@ func New(cfg *rest.Config, reg prom.Registerer, tp trace.TracerProvider, own ...
 	}
 	s.Recorder = rec
 	return s, nil
+	// endregion: new
 }

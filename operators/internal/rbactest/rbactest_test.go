@@ -75,6 +75,7 @@ func TestCheckAllowed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// region: reactor
 			client := fake.NewClientset()
 			asked := 0
 			client.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
@@ -91,6 +92,7 @@ func TestCheckAllowed(t *testing.T) {
 				sar.Status.Allowed = strings.Join([]string{a.Verb, res, a.Name}, " ") != tt.denied
 				return true, sar, nil
 			})
+			// endregion: reactor
 			rec := &errorRecorder{TB: t}
 			rbactest.CheckAllowed(rec, client, "sa", []string{"grp"}, "ns", tt.rules)
 			if asked != tt.wantAsked {

@@ -44,6 +44,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(adminCfg)
 	tenants := versioned.NewForConfigOrDie(adminCfg).TenancyV1alpha1().Tenants()
 
+	// region: run-operator
 	registry := prom.NewRegistry()
 	httpAddr := e2etest.FreeAddr(t)
 	spans := tracetest.NewInMemoryExporter()
@@ -56,6 +57,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 		Logger:         log.NewStd(t.Output(), log.StdOptions{}),
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
+	// endregion: run-operator
 
 	var (
 		acme    *tenancyv1alpha1.Tenant
@@ -245,6 +247,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 			return len(notReady) == 0
 		})
 		converged := time.Since(began)
+		// region: tenants-gauge
 		// kooper_tenants counts the cache at scrape time: every Tenant is
 		// Ready now, so it reports them all as ready and none as not.
 		all, err := tenants.List(ctx, metav1.ListOptions{})
@@ -256,6 +259,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 			notReady := e2etest.Metric(t, registry, "kooper_tenants", map[string]string{"ready": "false"})
 			return ready == float64(len(all.Items)) && notReady == 0
 		})
+		// endregion: tenants-gauge
 		// The last status writes come back as events: let them settle.
 		settled := e2etest.Metric(t, registry, "kooper_controller_handle_duration_seconds", nil)
 		for {
@@ -282,6 +286,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 		}
 	})
 
+	// region: spans
 	t.Run("each handling is traced, with its API calls as children", func(t *testing.T) {
 		all := spans.GetSpans()
 		handlings := map[trace.SpanID]string{}
@@ -305,11 +310,13 @@ func TestTenantsEndToEnd(t *testing.T) {
 		}
 		t.Logf("%d spans, %d handlings", len(all), len(handlings))
 	})
+	// endregion: spans
 
 	t.Run("the metrics pass promtool check metrics", func(t *testing.T) {
 		e2etest.CheckMetrics(t, "http://"+httpAddr+"/metrics")
 	})
 
+	// region: gc
 	t.Run("deleting the Tenant deletes everything through garbage collection", func(t *testing.T) {
 		if err := tenants.Delete(ctx, "acme", metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
@@ -321,6 +328,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 		})
 		t.Logf("namespace and children deleted by the garbage collector and the namespace controller in %s", time.Since(began).Round(time.Millisecond))
 	})
+	// endregion: gc
 }
 
 // maxCallsPerTenant bounds the handler calls, counted across the six
@@ -329,7 +337,9 @@ const maxCallsPerTenant = 12
 
 func e2eManifests(t *testing.T) {
 	t.Helper()
-	e2etest.Apply(t, cluster, "../../../manifests/crds", "../../../manifests/rbac/multi-resource")
+	for _, dir := range []string{"../../../manifests/crds", "../../../manifests/rbac/multi-resource"} {
+		rbacKubectl(t, "apply", "-k", dir)
+	}
 	client := versioned.NewForConfigOrDie(cluster.Config())
 	e2etest.Eventually(t, 30*time.Second, "the Tenant CRD is served", func() bool {
 		_, err := client.TenancyV1alpha1().Tenants().List(context.Background(), metav1.ListOptions{})

@@ -62,7 +62,7 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 	if cluster == nil {
 		t.Skip(devcluster.SkipHint)
 	}
-	rbacKubectl(t, "apply", "-R", "-f", rbacManifestsDir)
+	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	groups := rbactest.ServiceAccountGroups(operator.DefaultNamespace)
 	rbactest.CheckAllowed(t, client, rbacUser, groups, "some-tenant", needed)
@@ -118,8 +118,8 @@ func TestRBACDeploymentIsHardened(t *testing.T) {
 		t.Fatalf("got %d containers, want 1", len(pod.Containers))
 	}
 	c := pod.Containers[0]
-	if c.Image != "ghcr.io/kooperkit/multi-resource:latest" {
-		t.Errorf("got image %q, want ghcr.io/kooperkit/multi-resource:latest", c.Image)
+	if c.Image != "kooper/multi-resource" {
+		t.Errorf("got image %q, want kooper/multi-resource (the kustomization's images: sets it)", c.Image)
 	}
 	sc := c.SecurityContext
 	if sc == nil || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
@@ -157,8 +157,8 @@ func TestRBACDeployManifestsApply(t *testing.T) {
 	if cluster == nil {
 		t.Skip(devcluster.SkipHint)
 	}
-	rbacKubectl(t, "apply", "-R", "-f", rbacManifestsDir)
-	rbacKubectl(t, "apply", "--dry-run=server", "-f", rbacDeployDir)
+	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
+	rbacKubectl(t, "apply", "--dry-run=server", "-k", rbacDeployDir)
 }
 
 // rbacKubectl runs the cluster's kubectl as admin and fails the test, with

@@ -99,8 +99,20 @@ func TestTheDeployManifestsApply(t *testing.T) {
 	}
 	applyManifests(t) // the namespace and ServiceAccount
 	out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
-		"apply", "--dry-run=server", "-f", deployDir).CombinedOutput()
+		"apply", "--dry-run=server", "-k", deployDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, out)
+	}
+}
+
+// applyKustomizations runs the cluster's kubectl apply -k on each directory.
+func applyKustomizations(t *testing.T, dirs ...string) {
+	t.Helper()
+	for _, dir := range dirs {
+		out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
+			"apply", "-k", dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl apply -k %s: %v\n%s", dir, err, out)
+		}
 	}
 }

@@ -250,7 +250,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 // the CRD is served.
 func applyManifests(t *testing.T) {
 	t.Helper()
-	e2etest.Apply(t, cluster, crdDir, rbacDir)
+	applyKustomizations(t, crdDir, rbacDir)
 	client := versioned.NewForConfigOrDie(cluster.Config())
 	e2etest.Eventually(t, 30*time.Second, "the PodTerminator CRD is served", func() bool {
 		_, err := client.ChaosV1alpha1().PodTerminators().List(context.Background(), metav1.ListOptions{})

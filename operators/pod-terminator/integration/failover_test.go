@@ -66,6 +66,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	leading := func(reg *prom.Registry) bool {
 		return e2etest.Metric(t, reg, "kooper_controller_leader", map[string]string{"controller": operator.DefaultName}) == 1
 	}
+	// region: replicas
 	regA, readyA, stopA := replica()
 	e2etest.Eventually(t, 30*time.Second, "replica A leads", func() bool { return leading(regA) })
 	regB, readyB, _ := replica()
@@ -74,6 +75,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	e2etest.Eventually(t, 10*time.Second, "A is ready as leader and B as standby", func() bool {
 		return readiness(t, readyA) == "200 leading" && readiness(t, readyB) == "200 standby" && !leading(regB)
 	})
+	// endregion: replicas
 
 	const name = "failover"
 	_, err = terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
@@ -92,6 +94,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	t.Cleanup(func() { _ = terminators.Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	e2etest.Eventually(t, 30*time.Second, "replica A terminates 6 pods", func() bool { return pods.deletedCount() >= 6 })
 
+	// region: handover
 	if err := stopA(); err != nil {
 		t.Fatalf("replica A: %v", err)
 	}
@@ -104,6 +107,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	if got := readiness(t, readyB); got != "200 leading" {
 		t.Errorf("got B's /readyz %q after the handover, want 200 leading", got)
 	}
+	// endregion: handover
 
 	// Stop terminating, then compare: every pod the watch saw deleted is in
 	// the status, in the two replicas' metrics and in the Events.
@@ -127,11 +131,13 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 		for _, e := range periodEvents(t, admin, name, "Terminated") {
 			events += e.n * e.count
 		}
+		// region: agree
 		// Status and metrics are exact: the handler records a period even
 		// while it is stopping. Events are best effort: A's Events still
 		// queued when it stopped may be lost (kooper/event drops them at
 		// Shutdown), so only B's, recorded while it runs, must all be there.
 		return deleted == total && total == metrics && events <= deleted && events >= deleted-byA
+		// endregion: agree
 	})
 	for _, e := range periodEvents(t, admin, name, "Terminated") {
 		if want := chaos.Count(e.live, chaos.Policy{Percent: 30, Minimum: 8}); e.n != want {

@@ -17,6 +17,7 @@ import (
 // A pod deleted and re-created under the same name since it was listed is
 // not deleted: the UID precondition protects it (fakes ignore preconditions).
 func TestAReplacedPodIsNotDeleted(t *testing.T) {
+	// region: replaced-pod
 	if cluster == nil {
 		t.Skip(devcluster.SkipHint)
 	}
@@ -55,4 +56,5 @@ func TestAReplacedPodIsNotDeleted(t *testing.T) {
 	if err := pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(second.UID)}); err != nil {
 		t.Errorf("got %v deleting by the current UID, want nil", err)
 	}
+	// endregion: replaced-pod
 }

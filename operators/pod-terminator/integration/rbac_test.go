@@ -16,6 +16,8 @@ import (
 
 const rbacDir = "../../../manifests/rbac/pod-terminator"
 
+// region: needed
+
 // needed is what the pod-terminator does, written out by hand: the
 // ClusterRole must grant exactly this.
 var needed = []rbacv1.PolicyRule{
@@ -35,6 +37,8 @@ var neededInNamespace = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"pod-terminator-webhook-tls"}, Verbs: []string{"get", "update"}},
 }
 
+// endregion: needed
+
 func TestTheRolesGrantExactlyWhatIsNeeded(t *testing.T) {
 	for file, want := range map[string][]rbacv1.PolicyRule{"cluster_role.yaml": needed, "role.yaml": neededInNamespace} {
 		if got := rbactest.ReadRules(t, filepath.Join(rbacDir, file)); !reflect.DeepEqual(got, want) {
@@ -50,13 +54,14 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		t.Skip(devcluster.SkipHint)
 	}
 	out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
-		"apply", "-R", "-f", rbacDir).CombinedOutput()
+		"apply", "-k", rbacDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	const user = "system:serviceaccount:kooper-system:pod-terminator"
 	groups := rbactest.ServiceAccountGroups("kooper-system")
+	// region: check
 	rbactest.CheckAllowed(t, client, user, groups, "some-namespace", needed)
 	rbactest.CheckAllowed(t, client, user, groups, "kooper-system", neededInNamespace)
 	denied := []authorizationv1.ResourceAttributes{
@@ -78,4 +83,5 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 			t.Errorf("%s may %s %s %q in %q, want denied", user, d.Verb, d.Resource, d.Name, d.Namespace)
 		}
 	}
+	// endregion: check
 }

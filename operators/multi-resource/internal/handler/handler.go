@@ -64,9 +64,11 @@ func (h *Handler) New() controller.Handler {
 // Handle makes t's namespace and children match t, and reports them in
 // t's status.
 func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
+	// region: deleting
 	if t.DeletionTimestamp != nil {
 		return nil // the garbage collector deletes the children
 	}
+	// endregion: deleting
 	ns := tenant.Namespace(t)
 	if t.Spec.Quota == nil || t.Spec.DefaultLimits == nil {
 		// The schema defaults both: the CRD in use is not ours.
@@ -77,6 +79,7 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 		return controller.Terminal(fmt.Errorf("%s", msg))
 	}
 
+	// region: adopt
 	// Never adopt a namespace someone else made: applying would add our
 	// owner reference, and deleting the Tenant would delete their namespace.
 	// Once we have applied it, it is ours: no need to ask again.
@@ -94,12 +97,14 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 			return controller.Terminal(fmt.Errorf("%s", msg))
 		}
 	}
+	// endregion: adopt
 
 	trig, triggered := triggerFrom(ctx)
 	var (
 		children []tenancyv1alpha1.Child
 		errs     []error
 	)
+	// region: applied
 	// applied records a child's outcome; obj is what the API server
 	// returned.
 	applied := func(kind, namespace, name string, obj metav1.Object, err error) {
@@ -115,6 +120,9 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 		h.Writes.record(kind, namespace, name, wr)
 		children = append(children, tenancyv1alpha1.Child{Kind: kind, Name: name, Ready: true})
 	}
+	// endregion: applied
+
+	// region: apply
 	opts := metav1.ApplyOptions{FieldManager: h.FieldManager, Force: true}
 	want := tenant.Desired(t)
 
@@ -141,7 +149,9 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 	applied(tenant.KindLimitRange, ns, tenant.LimitRangeName, limits, err)
 	binding, err := h.Kube.RbacV1().RoleBindings(ns).Apply(ctx, want.RoleBinding, opts)
 	applied(tenant.KindRoleBinding, ns, tenant.RoleBindingName, binding, err)
+	// endregion: apply
 
+	// region: networkpolicy
 	switch {
 	case want.NetworkPolicy != nil:
 		np, err := h.Kube.NetworkingV1().NetworkPolicies(ns).Apply(ctx, want.NetworkPolicy, opts)
@@ -155,7 +165,9 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 			children = append(children, tenancyv1alpha1.Child{Kind: tenant.KindNetworkPolicy, Name: tenant.NetworkPolicyName, Message: "could not delete: " + err.Error()})
 		}
 	}
+	// endregion: networkpolicy
 
+	// region: status
 	st, reason, msg := metav1.ConditionTrue, tenancyv1alpha1.ReasonReconciled, fmt.Sprintf("%d objects in place", len(children))
 	if len(errs) > 0 {
 		st, reason, msg = metav1.ConditionFalse, tenancyv1alpha1.ReasonApplyFailed, errs[0].Error()
@@ -167,7 +179,10 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 		return errs[0] // retried with backoff
 	}
 	return nil
+	// endregion: status
 }
+
+// region: repaired
 
 // repaired reports whether applying a child just restored it after someone
 // else deleted or changed it:
@@ -186,6 +201,8 @@ func (h *Handler) repaired(kind, namespace, name string, t *tenancyv1alpha1.Tena
 	before, ok := h.Writes.last(kind, namespace, name)
 	return ok && before.generation == t.Generation && before.rv != now.rv && now.applied.After(before.applied)
 }
+
+// endregion: repaired
 
 // appliedAt returns when the operator's apply last changed obj, from its
 // managedFields.

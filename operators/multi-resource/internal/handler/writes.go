@@ -75,6 +75,8 @@ func triggerFrom(ctx context.Context) (trigger, bool) {
 	return t, ok
 }
 
+// region: children
+
 // Children is the outermost middleware of the controller of one child kind
 // (before owner.Middleware): it drops the echoes of the handler's own
 // writes, forgets deleted children, and tells the handler which child
@@ -102,3 +104,5 @@ func Children(kind string, w *Writes) controller.Middleware {
 		})
 	}
 }
+
+// endregion: children

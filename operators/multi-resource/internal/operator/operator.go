@@ -108,6 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.REST == nil {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
 	}
+	// region: tenants-source
 	metrics := newMetrics()
 	var primary *controller.Controller // set below, before /metrics is served
 	metrics.tenants = func() ([]runtime.Object, bool) {
@@ -116,6 +117,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		return primary.List()
 	}
+	// endregion: tenants-source
 	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider, metrics.collectors()...)
 	if err != nil {
 		return err
@@ -130,6 +132,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("could not create the tenancy client: %w", err)
 	}
 
+	// region: primary
 	h := &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: cfg.Name, Writes: &handler.Writes{}, Metrics: metrics}
 	tenants := tenancy.TenancyV1alpha1().Tenants()
 	primary, err = controller.New(controller.Config{
@@ -144,7 +147,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	ctrls := []*controller.Controller{primary}
+	// endregion: primary
 
+	// region: children
 	// The owner of a child, read from the API server when a child changed.
 	getTenant := func(ctx context.Context, _, name string) (runtime.Object, error) {
 		return tenants.Get(ctx, name, metav1.GetOptions{})
@@ -178,6 +183,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		ctrls = append(ctrls, ctrl)
 	}
+	// endregion: children
 
 	leader := health.NewLeader(recorder)
 	synced := make([]health.Synced, len(ctrls))
@@ -198,6 +204,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	cfg.Logger.Info("multi-resource operator starting", "controllers", len(ctrls), "leaderElection", !cfg.DisableLeaderElection)
+	// region: leaderelection
 	if cfg.DisableLeaderElection {
 		return runAll(ctx, ctrls)
 	}
@@ -216,7 +223,10 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	return runner.Run(ctx)
+	// endregion: leaderelection
 }
+
+// region: managed
 
 // managed returns a retriever of the objects labelled as managed by this
 // operator only.
@@ -241,6 +251,8 @@ func stripManagedFields(obj any) (any, error) {
 	}
 	return obj, nil
 }
+
+// endregion: managed
 
 // runAll runs every controller until ctx is done and returns the first
 // error, after all have returned.
@@ -286,6 +298,8 @@ func (m *metrics) collectors() []prom.Collector {
 
 const tenantsHelp = "Tenants by their Ready condition (false: False or Unknown), counted at scrape time in the Tenant controller's cache; only the replica running the controllers (the leader) reports it."
 
+// region: gauge
+
 // tenantsCollector counts Tenants by readiness when scraped, from the
 // cache: no API call, and nothing to keep in step as Tenants come and go.
 type tenantsCollector struct{ m *metrics }
@@ -304,6 +318,8 @@ func (c tenantsCollector) Collect(ch chan<- prom.Metric) {
 	ch <- prom.MustNewConstMetric(c.m.tenantsDesc, prom.GaugeValue, float64(ready), "true")
 	ch <- prom.MustNewConstMetric(c.m.tenantsDesc, prom.GaugeValue, float64(notReady), "false")
 }
+
+// endregion: gauge
 
 // tenantsByReadiness counts Tenants whose Ready condition is True, and the
 // others.

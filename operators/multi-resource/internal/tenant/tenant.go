@@ -64,6 +64,8 @@ type Children struct {
 	NetworkPolicy *networkingv1ac.NetworkPolicyApplyConfiguration
 }
 
+// region: desired
+
 // Desired returns the children of t. Every field the operator cares about is
 // set, so applying them restores anything changed by hand, and leaves out
 // what it does not own (other labels, other objects in the namespace).
@@ -107,6 +109,8 @@ func Desired(t *tenancyv1alpha1.Tenant) Children {
 	}
 	return c
 }
+
+// endregion: desired
 
 func subjects(admins []tenancyv1alpha1.Admin) []*rbacv1ac.SubjectApplyConfiguration {
 	out := make([]*rbacv1ac.SubjectApplyConfiguration, 0, len(admins))

@@ -25,6 +25,7 @@ import (
 var version = ""
 
 func main() {
+	// region: main
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -32,6 +33,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pod-terminator:", err)
 		os.Exit(1)
 	}
+	// endregion: main
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -79,6 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	restConfig.UserAgent = "pod-terminator/" + cli.Version(version)
 
 	logger.Info("pod-terminator", "version", cli.Version(version))
+	// region: config
 	return operator.Run(ctx, operator.Config{
 		REST:                  restConfig,
 		Namespace:             *namespace,
@@ -95,4 +98,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		TracerProvider: tp,
 		Logger:         logger,
 	})
+	// endregion: config
 }

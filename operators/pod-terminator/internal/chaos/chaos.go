@@ -36,6 +36,8 @@ type Target struct {
 	Exclude []string
 }
 
+// region: interfaces
+
 // PodLister lists the pods of a target.
 type PodLister interface {
 	ListPods(ctx context.Context, target Target) ([]Pod, error)
@@ -49,6 +51,8 @@ type PodDeleter interface {
 
 // ErrPodGone is returned by a PodDeleter for a pod that no longer exists.
 var ErrPodGone = errors.New("pod already gone")
+
+// endregion: interfaces
 
 // Policy is how many pods one period terminates.
 type Policy struct {
@@ -68,12 +72,16 @@ func (p Policy) Validate() error {
 	return nil
 }
 
+// region: count
+
 // Count returns how many of live matching pods one period terminates (the
 // package's rounding rule).
 func Count(live int, p Policy) int {
 	n := p.Percent * live / 100
 	return max(0, min(n, live-p.Minimum))
 }
+
+// endregion: count
 
 // Result is what one period did.
 type Result struct {
@@ -107,6 +115,7 @@ func (t *Terminator) Terminate(ctx context.Context, target Target, p Policy) (Re
 			live = append(live, pod)
 		}
 	}
+	// region: terminate
 	res := Result{Live: len(live), DryRun: p.DryRun}
 	victims := t.choose(live, Count(len(live), p))
 	if p.DryRun {
@@ -124,6 +133,7 @@ func (t *Terminator) Terminate(ctx context.Context, target Target, p Policy) (Re
 		}
 	}
 	return res, errors.Join(errs...)
+	// endregion: terminate
 }
 
 // choose returns n of pods, uniformly at random, without changing pods.
@@ -140,6 +150,8 @@ func (t *Terminator) choose(pods []Pod, n int) []Pod {
 	return out
 }
 
+// region: due
+
 // Due reports whether a period has elapsed since last (nil: never ran) at
 // now, and if not, how long until it does. The operator stores last in the
 // PodTerminator's status, so the decision survives restarts and leader
@@ -154,3 +166,5 @@ func Due(last *time.Time, period time.Duration, now time.Time) (bool, time.Durat
 	}
 	return false, next.Sub(now)
 }
+
+// endregion: due

@@ -74,6 +74,7 @@ func (h *Handler) New() controller.Handler {
 
 // Handle handles the latest state of one PodTerminator.
 func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) error {
+	// region: finalizer
 	fin := finalizer.Finalizer{Name: Finalizer, Update: h.update}
 	// Deleted: drop any pending work and let the object go. Terminations
 	// leave no external state to clean up. A conflict means our copy is
@@ -84,7 +85,9 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	if _, err := fin.Ensure(ctx, pt); err != nil {
 		return ignoreConflict(err)
 	}
+	// endregion: finalizer
 
+	// region: invalid
 	target, policy, period, err := h.read(pt)
 	if err != nil {
 		// The schema and webhook should have refused it: say so in status
@@ -99,7 +102,9 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 		}
 		return controller.Terminal(fmt.Errorf("invalid spec: %w", err))
 	}
+	// endregion: invalid
 
+	// region: due
 	now := h.now()
 	var last *time.Time
 	if pt.Status.LastTerminationTime != nil {
@@ -108,7 +113,9 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	if due, wait := chaos.Due(last, period, now); !due {
 		return controller.RequeueAfter(wait)
 	}
+	// endregion: due
 
+	// region: claim
 	// Claim the period before acting, with the resourceVersion we read. The
 	// copy we hold may be stale (the cache has not yet seen our own last
 	// write, or another replica acted during a leader change): then the
@@ -123,7 +130,9 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	if err != nil {
 		return err
 	}
+	// endregion: claim
 
+	// region: grace
 	// The period is claimed: finish it even if the operator is stopping, so
 	// that every pod deleted is also recorded (a delete sent just before a
 	// cancellation may still happen). Once ctx is done, the rest of the
@@ -132,7 +141,9 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	defer cancel()
 	stopGraceTimer := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cancel) })
 	defer stopGraceTimer()
+	// endregion: grace
 
+	// region: events
 	res, termErr := h.Terminator.Terminate(pctx, target, policy)
 	// One Event per period, naming every pod: kubectl describe shows the
 	// history, and the operator's event recorder allows one per second per
@@ -151,6 +162,7 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	if termErr != nil {
 		h.Events.Warning(pt, chaosv1alpha1.ReasonTerminationFailed, "%v", termErr)
 	}
+	// endregion: events
 
 	// Record what was done. Someone may write the object meanwhile (a spec
 	// change): then re-read it and record on the fresh copy, so no
@@ -173,6 +185,7 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 				fmt.Sprintf("%d of %d live pods terminated", len(res.Terminated), res.Live))
 		}
 	}
+	// region: record
 	first := true
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
@@ -191,6 +204,7 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	// A failed termination is in status and an Event; the next period
 	// tries again.
 	return controller.RequeueAfter(period)
+	// endregion: record
 }
 
 // read checks the spec and turns it into the domain's terms.
@@ -212,6 +226,8 @@ func (h *Handler) read(pt *chaosv1alpha1.PodTerminator) (chaos.Target, chaos.Pol
 	return target, policy, time.Duration(*pt.Spec.PeriodSeconds) * time.Second, nil
 }
 
+// region: setstatus
+
 // setStatus applies change to a copy of the status and writes it through
 // the status subresource if anything changed.
 func (h *Handler) setStatus(ctx context.Context, pt *chaosv1alpha1.PodTerminator, change func(*chaosv1alpha1.PodTerminatorStatus)) error {
@@ -229,6 +245,8 @@ func (h *Handler) setStatus(ctx context.Context, pt *chaosv1alpha1.PodTerminator
 	*pt = *updated
 	return nil
 }
+
+// endregion: setstatus
 
 func (h *Handler) condition(s *chaosv1alpha1.PodTerminatorStatus, pt *chaosv1alpha1.PodTerminator, typ string, st metav1.ConditionStatus, reason, msg string) {
 	status.Set(&s.Conditions, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: pt.Generation}, h.now())

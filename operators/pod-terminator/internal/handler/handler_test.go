@@ -77,6 +77,7 @@ func newEnv(t *testing.T, pt *chaosv1alpha1.PodTerminator, live int) *env {
 	t.Helper()
 	e := &env{client: fake.NewSimpleClientset(pt), pods: &pods{live: live}, events: &events{}, metrics: &metrics{},
 		now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
+	// region: optimistic
 	// The fake ignores resourceVersions; make updates optimistic like the
 	// API server's: a stale resourceVersion conflicts, a write bumps it.
 	e.client.PrependReactor("update", "podterminators", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -93,6 +94,7 @@ func newEnv(t *testing.T, pt *chaosv1alpha1.PodTerminator, live int) *env {
 		obj.ResourceVersion = strconv.Itoa(n + 1)
 		return false, nil, nil
 	})
+	// endregion: optimistic
 	e.h = &handler.Handler{
 		Client:     e.client,
 		Terminator: &chaos.Terminator{Pods: e.pods, Deleter: e.pods, Rand: rand.New(rand.NewPCG(1, 1))},
@@ -253,6 +255,8 @@ func TestTheLastTerminatedListKeepsTheNewestTen(t *testing.T) {
 	}
 }
 
+// region: stale
+
 // The cache may hand out a copy older than the operator's own last write: its
 // status says no period ran yet. The claim conflicts and nothing is deleted.
 func TestAStaleCopyTerminatesNothing(t *testing.T) {
@@ -268,3 +272,5 @@ func TestAStaleCopyTerminatesNothing(t *testing.T) {
 		t.Errorf("got %d more pods deleted from a stale copy, want 0", len(e.pods.deleted)-deleted)
 	}
 }
+
+// endregion: stale

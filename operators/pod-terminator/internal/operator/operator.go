@@ -164,6 +164,7 @@ func Run(ctx context.Context, cfg Config) error {
 
 	leader := health.NewLeader(recorder)
 
+	// region: events
 	// Events about PodTerminators, one per period: allow one per second per
 	// object, and never fold them, so each keeps the pods it names.
 	scheme := runtime.NewScheme()
@@ -178,7 +179,9 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer events.Shutdown()
+	// endregion: events
 
+	// region: controller
 	rules := validation.Rules{Namespace: cfg.Namespace, PodLabels: cfg.PodLabels}
 	pods := kube.Pods{Client: kubeClient}
 	h := &handler.Handler{
@@ -200,6 +203,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	// endregion: controller
+
+	// region: leaderelection
 	run := ctrl.Run
 	if !cfg.DisableLeaderElection {
 		runner, err := leaderelection.New(leaderelection.Config{
@@ -214,6 +220,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		run = runner.Run
 	}
+	// endregion: leaderelection
 
 	// Servers run until the controller returns, then are shut down.
 	var servers []*health.Server
@@ -230,6 +237,7 @@ func Run(ctx context.Context, cfg Config) error {
 		servers = append(servers, s)
 		logger.Info("serving the admission webhook", "addr", s.Addr(), "path", webhook.Path)
 	}
+	// region: readiness
 	if cfg.HTTPAddr != "" {
 		var l *health.Leader
 		if !cfg.DisableLeaderElection {
@@ -242,10 +250,13 @@ func Run(ctx context.Context, cfg Config) error {
 		servers = append(servers, s)
 		logger.Info("serving metrics and health", "addr", s.Addr())
 	}
+	// endregion: readiness
 
 	logger.Info("pod-terminator starting", "namespace", cfg.Namespace, "leaderElection", !cfg.DisableLeaderElection, "dryRunAll", cfg.DryRunAll)
 	return run(ctx)
 }
+
+// region: webhook
 
 // startWebhook serves the webhook over TLS, with a certificate from files or
 // a self-signed one shared through a Secret.
@@ -279,6 +290,10 @@ func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, 
 	return health.ServeTLS(cfg.Webhook.Addr, mux, tlsConfig, cfg.Logger)
 }
 
+// endregion: webhook
+
+// region: metrics
+
 // metrics are the operator's own metrics.
 type metrics struct {
 	terminated *prom.CounterVec
@@ -297,3 +312,5 @@ func (m *metrics) collectors() []prom.Collector { return []prom.Collector{m.term
 func (m *metrics) AddTerminated(terminator string, dryRun bool, n int) {
 	m.terminated.WithLabelValues(terminator, fmt.Sprint(dryRun)).Add(float64(n))
 }
+
+// endregion: metrics

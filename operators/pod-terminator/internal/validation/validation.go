@@ -61,6 +61,7 @@ func Validate(spec *chaosv1alpha1.PodTerminatorSpec, rules Rules) (warnings []st
 	var problems []string
 	bad := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
 
+	// region: checks
 	sel, serr := metav1.LabelSelectorAsSelector(&spec.Selector)
 	switch {
 	case serr != nil:
@@ -83,6 +84,7 @@ func Validate(spec *chaosv1alpha1.PodTerminatorSpec, rules Rules) (warnings []st
 			bad("spec.namespaces: %q is protected: the pod-terminator never terminates pods in %s", ns, strings.Join(protected, ", "))
 		}
 	}
+	// endregion: checks
 
 	// The schema enforces these; checked again for objects written before
 	// the CRD was installed or with a different version of it. Unset

@@ -64,6 +64,7 @@ type validator struct {
 	log   log.Logger
 }
 
+// region: validate
 func (v validator) validate(_ context.Context, ar *kwhmodel.AdmissionReview, obj metav1.Object) (*kwhvalidating.ValidatorResult, error) {
 	pt, ok := obj.(*chaosv1alpha1.PodTerminator)
 	if !ok {
@@ -88,6 +89,8 @@ func (v validator) validate(_ context.Context, ar *kwhmodel.AdmissionReview, obj
 	}
 	return &kwhvalidating.ValidatorResult{Valid: true, Warnings: warnings}, nil
 }
+
+// endregion: validate
 
 // kwhLogger writes kubewebhook's logs to a Kooper logger.
 type kwhLogger struct{ l log.Logger }

@@ -1,0 +1,10 @@
+// Package integration checks manifests/ the way users deploy it: each
+// operator's kustomization renders with kubectl's built-in kustomize,
+// installs that operator only (its own CRDs, RBAC, a hardened Deployment,
+// Services, its webhook) and is accepted by a real API server (server-side
+// dry run); an image set with make deploy IMG=... changes the image and
+// nothing else; and make deploy / make undeploy install and remove an
+// operator on a local control plane (package devcluster), custom resources
+// first, while the operator can still finalize them, without touching the
+// other operator. It has no non-test code; the tests run in `make test`.
+package integration

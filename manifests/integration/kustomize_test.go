@@ -1,0 +1,269 @@
+package integration_test
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+)
+
+// Each operator's kustomization renders its namespace, RBAC, Deployment,
+// Services and webhook, and the CRDs of its own API group only: undeploying
+// one operator must never delete another's CRDs. Everything but the shared
+// namespace and the CRDs carries app.kubernetes.io/name=<operator>, which is
+// how undeploy finds the operator's objects.
+func TestEachOperatorRendersWhatItNeedsAndNothingElse(t *testing.T) {
+	for _, op := range operators {
+		t.Run(op.name, func(t *testing.T) {
+			objs := objects(t, kustomize(t, filepath.Join(manifests, op.name)))
+			var kinds []string
+			for _, o := range objs {
+				kinds = append(kinds, o.GetKind())
+				switch o.GetKind() {
+				case "CustomResourceDefinition":
+					var crd apiextensionsv1.CustomResourceDefinition
+					if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &crd); err != nil {
+						t.Fatal(err)
+					}
+					if crd.Spec.Group != op.group {
+						t.Errorf("got CRD %s of group %s, want %s's only", crd.Name, crd.Spec.Group, op.group)
+					}
+				case "Namespace":
+					if o.GetName() != namespace {
+						t.Errorf("got namespace %s, want %s", o.GetName(), namespace)
+					}
+				default:
+					if got := o.GetLabels()["app.kubernetes.io/name"]; got != op.name {
+						t.Errorf("%s %s has app.kubernetes.io/name=%q, want %q (make undeploy selects by it)", o.GetKind(), o.GetName(), got, op.name)
+					}
+					if ns := o.GetNamespace(); ns != "" && ns != namespace {
+						t.Errorf("%s %s is in namespace %s, want %s", o.GetKind(), o.GetName(), ns, namespace)
+					}
+				}
+				if got := o.GetLabels()["app.kubernetes.io/part-of"]; got != "kooper" {
+					t.Errorf("%s %s has app.kubernetes.io/part-of=%q, want kooper", o.GetKind(), o.GetName(), got)
+				}
+			}
+			slices.Sort(kinds)
+			if !slices.Equal(kinds, op.kinds) {
+				t.Errorf("got kinds %q\nwant %q", kinds, op.kinds)
+			}
+		})
+	}
+}
+
+// The Deployments run two leader-elected replicas with probes on the health
+// endpoints, under the restricted pod security context, with resources, and
+// the image of the kustomization's images: entry.
+func TestTheDeploymentsAreHardened(t *testing.T) {
+	for _, op := range operators {
+		t.Run(op.name, func(t *testing.T) {
+			var d appsv1.Deployment
+			only(t, objects(t, kustomize(t, filepath.Join(manifests, op.name))), "Deployment", &d)
+			if d.Spec.Replicas == nil || *d.Spec.Replicas != 2 {
+				t.Errorf("got replicas %v, want 2", d.Spec.Replicas)
+			}
+			pod := d.Spec.Template.Spec
+			if pod.ServiceAccountName != op.name {
+				t.Errorf("got service account %q, want %s", pod.ServiceAccountName, op.name)
+			}
+			psc := pod.SecurityContext
+			if psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot ||
+				psc.SeccompProfile == nil || psc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+				t.Errorf("got pod security context %+v, want runAsNonRoot and RuntimeDefault seccomp", psc)
+			}
+			if len(pod.Containers) != 1 {
+				t.Fatalf("got %d containers, want 1", len(pod.Containers))
+			}
+			c := pod.Containers[0]
+			if want := "ghcr.io/kooperkit/" + op.name + ":latest"; c.Image != want {
+				t.Errorf("got image %q, want %q", c.Image, want)
+			}
+			sc := c.SecurityContext
+			if sc == nil || sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation ||
+				sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem || sc.Privileged != nil && *sc.Privileged ||
+				sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || len(sc.Capabilities.Add) > 0 {
+				t.Errorf("got container security context %+v, want no privilege escalation, a read-only root, all capabilities dropped", sc)
+			}
+			if c.Resources.Requests.Cpu().IsZero() || c.Resources.Requests.Memory().IsZero() || c.Resources.Limits.Memory().IsZero() {
+				t.Errorf("got resources %+v, want cpu and memory requests and a memory limit", c.Resources)
+			}
+			for _, arg := range c.Args {
+				if strings.HasPrefix(arg, "-leader-elect=") && arg != "-leader-elect=true" {
+					t.Errorf("got %s in a 2-replica Deployment, want leader election on", arg)
+				}
+			}
+			for _, p := range []struct {
+				name  string
+				probe *corev1.Probe
+				path  string
+			}{{"liveness", c.LivenessProbe, "/healthz"}, {"readiness", c.ReadinessProbe, "/readyz"}} {
+				if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "http" {
+					t.Errorf("got %s probe %+v, want GET %s on port http", p.name, p.probe, p.path)
+				}
+			}
+			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "http" }) {
+				t.Errorf("got ports %+v, want one named http (the probes and the metrics Service use it)", c.Ports)
+			}
+		})
+	}
+}
+
+// Each operator has a Service whose port named metrics reaches /metrics on
+// every replica.
+func TestTheMetricsServiceReachesTheReplicas(t *testing.T) {
+	for _, op := range operators {
+		t.Run(op.name, func(t *testing.T) {
+			objs := objects(t, kustomize(t, filepath.Join(manifests, op.name)))
+			var d appsv1.Deployment
+			only(t, objs, "Deployment", &d)
+			found := false
+			for _, o := range objs {
+				var svc corev1.Service
+				if o.GetKind() != "Service" {
+					continue
+				}
+				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc); err != nil {
+					t.Fatal(err)
+				}
+				i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "metrics" })
+				if i < 0 {
+					continue
+				}
+				found = true
+				if got := svc.Spec.Ports[i].TargetPort.String(); got != "http" {
+					t.Errorf("Service %s: got target port %s, want http (where the operator serves /metrics)", svc.Name, got)
+				}
+				for k, v := range svc.Spec.Selector {
+					if d.Spec.Template.Labels[k] != v {
+						t.Errorf("Service %s: got selector %v, want it to select the pods %v", svc.Name, svc.Spec.Selector, d.Spec.Template.Labels)
+					}
+				}
+				if len(svc.Spec.Selector) == 0 {
+					t.Errorf("Service %s has no selector", svc.Name)
+				}
+			}
+			if !found {
+				t.Error("no Service has a port named metrics")
+			}
+		})
+	}
+}
+
+// make deploy IMG=... sets the image through kustomize images: in an overlay
+// (deploy.sh render shows what deploy.sh deploy applies): the image changes,
+// nothing else does.
+func TestAnImageOverrideChangesTheImageOnly(t *testing.T) {
+	const digest = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	for _, op := range operators {
+		t.Run(op.name, func(t *testing.T) {
+			base := render(t, op.name, "")
+			if direct := kustomize(t, filepath.Join(manifests, op.name)); base != direct {
+				t.Fatalf("deploy.sh render without an image differs from kubectl kustomize:\n%s\nwant\n%s", base, direct)
+			}
+			defaultImage := "image: ghcr.io/kooperkit/" + op.name + ":latest"
+			if strings.Count(base, defaultImage) != 1 {
+				t.Fatalf("the default %q is not rendered once:\n%s", defaultImage, base)
+			}
+			for img, want := range map[string]string{
+				"registry.example:5000/team/" + op.name + ":v1.2.3": "registry.example:5000/team/" + op.name + ":v1.2.3",
+				"registry.example/" + op.name + "@" + digest:        "registry.example/" + op.name + "@" + digest,
+				"example/" + op.name:                                "example/" + op.name + ":latest", // no tag: latest, as docker says
+			} {
+				got := render(t, op.name, img)
+				if wantAll := strings.Replace(base, defaultImage, "image: "+want, 1); got != wantAll {
+					t.Errorf("IMG=%s: got\n%s\nwant the defaults with image %s", img, got, want)
+				}
+			}
+		})
+	}
+}
+
+// The API server accepts each operator's manifests: a server-side dry run,
+// so admission (Pod Security "restricted" warns about the Deployment's pods)
+// and validation run, and nothing is created. The namespace is created first:
+// a dry run cannot see a namespace created in the same apply.
+func TestTheManifestsApplyOnTheServer(t *testing.T) {
+	kubectl(t, "apply", "-f", filepath.Join(manifests, "rbac", operators[0].name, "namespace.yaml"))
+	for _, op := range operators {
+		t.Run(op.name, func(t *testing.T) {
+			out := kubectl(t, "apply", "--dry-run=server", "-k", filepath.Join(manifests, op.name))
+			if strings.Contains(out, "Warning") {
+				t.Errorf("kubectl apply warned:\n%s", out)
+			}
+			if !strings.Contains(out, "deployment.apps/"+op.name+" created (server dry run)") {
+				t.Errorf("got\n%s\nwant the Deployment created (server dry run)", out)
+			}
+		})
+	}
+	if got := kubectl(t, "get", "deployments", "-n", namespace, "-o", "name"); strings.TrimSpace(got) != "" {
+		t.Errorf("got deployments %s after a dry run, want none", got)
+	}
+}
+
+// Every kustomization in manifests/ renders, and lists every manifest of its
+// directory: a file left out would silently not be deployed.
+func TestEveryKustomizationListsItsDirectoryAndRenders(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join(manifests, "*", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := filepath.Glob(filepath.Join(manifests, "*", "*", "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs = append(dirs, more...)
+	if len(dirs) < 6 {
+		t.Fatalf("got kustomizations %q, want the operators', their RBAC's and the CRDs'", dirs)
+	}
+	for _, k := range dirs {
+		dir := filepath.Dir(k)
+		b, err := os.ReadFile(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kustomization struct {
+			Resources []string `json:"resources"`
+		}
+		if err := yaml.Unmarshal(b, &kustomization); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if name := filepath.Base(f); name != "kustomization.yaml" && !slices.Contains(kustomization.Resources, name) {
+				t.Errorf("%s does not list %s", k, name)
+			}
+		}
+		if cluster != nil {
+			kustomize(t, dir)
+		}
+	}
+}
+
+// Both operators' kustomizations create the namespace they share; the copies
+// must be identical, or each deploy would undo the other's.
+func TestTheOperatorsDefineTheirNamespaceAlike(t *testing.T) {
+	var first []byte
+	for i, op := range operators {
+		b, err := os.ReadFile(filepath.Join(manifests, "rbac", op.name, "namespace.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = b
+		} else if !bytes.Equal(b, first) {
+			t.Errorf("manifests/rbac/%s/namespace.yaml differs from manifests/rbac/%s/namespace.yaml", op.name, operators[0].name)
+		}
+	}
+}

@@ -1,0 +1,175 @@
+package integration_test
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+var cluster *devcluster.Cluster
+
+func TestMain(m *testing.M) {
+	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+}
+
+const (
+	// root is the repository and manifests its manifests/, relative to this
+	// package.
+	root      = "../.."
+	manifests = ".."
+	// deployScript is what make deploy and make undeploy run.
+	deployScript = manifests + "/deploy.sh"
+	namespace    = "kooper-system"
+)
+
+// operators are the deployable operators: a directory of manifests/ each.
+var operators = []struct {
+	name string
+	// group is the API group of its custom resources: it installs that
+	// group's CRDs and no other's.
+	group string
+	// kinds is what its kustomization renders, sorted, once per object.
+	kinds []string
+}{
+	{
+		name:  "pod-terminator",
+		group: "chaos.kooperkit.io",
+		kinds: []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "Role", "RoleBinding",
+			"Service", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"},
+	},
+	{
+		name:  "multi-resource",
+		group: "tenancy.kooperkit.io",
+		kinds: []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "Role", "RoleBinding",
+			"Service", "ServiceAccount"},
+	},
+}
+
+// kubectlPath returns the cluster's kubectl, or skips without a cluster
+// (the binaries were not built).
+func kubectlPath(t *testing.T) string {
+	t.Helper()
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	return filepath.Join(cluster.BinDir(), devcluster.BinKubectl)
+}
+
+// kubectl runs the cluster's kubectl as admin and returns its output; it
+// fails the test if kubectl fails.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	path := kubectlPath(t)
+	args = append([]string{"--kubeconfig", cluster.KubeconfigPath()}, args...)
+	out, err := exec.Command(path, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %q: %v\n%s", args[2:], err, out)
+	}
+	return string(out)
+}
+
+// kustomize returns what `kubectl kustomize dir` renders.
+func kustomize(t *testing.T, dir string) string {
+	t.Helper()
+	out, err := exec.Command(kubectlPath(t), "kustomize", dir).Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize %s: %v\n%s", dir, err, stderr(err))
+	}
+	return string(out)
+}
+
+// render returns what make deploy applies for the operator with image (the
+// kustomization's own image when empty): deploy.sh render, which shares the
+// overlay code with deploy.sh deploy.
+func render(t *testing.T, operator, image string) string {
+	t.Helper()
+	cmd := exec.Command(deployScript, "render", operator, image)
+	cmd.Env = append(os.Environ(), "KUBECTL="+kubectlPath(t))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("deploy.sh render %s %s: %v\n%s", operator, image, err, stderr(err))
+	}
+	return string(out)
+}
+
+func stderr(err error) []byte {
+	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+		return exit.Stderr
+	}
+	return nil
+}
+
+// objects decodes a multi-document YAML stream.
+func objects(t *testing.T, stream string) []*unstructured.Unstructured {
+	t.Helper()
+	var objs []*unstructured.Unstructured
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewBufferString(stream)))
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return objs
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON(js); err != nil {
+			t.Fatalf("%v in\n%s", err, doc)
+		}
+		objs = append(objs, u)
+	}
+}
+
+// only returns the one object of kind in objs, as into.
+func only(t *testing.T, objs []*unstructured.Unstructured, kind string, into any) {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("got %d %s objects, want 1", len(found), kind)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(found[0].Object, into); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually polls cond every 100ms until it returns nil, or fails the test
+// with its last error after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %s: %v", what, timeout, err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
