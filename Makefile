@@ -32,7 +32,7 @@ image = $(or $(IMG),$(IMAGE_REGISTRY)/$$op:$(VERSION))
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-12s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
 run: build ## Start a local control plane with the sample programs at work; Ctrl-C stops it (RUN_ARGS='-kubeconfig PATH' targets an existing cluster).
