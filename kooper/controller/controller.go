@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -51,6 +52,24 @@ func New(cfg Config) (*Controller, error) {
 		recoverPanics(cfg.MetricsRecorder, cfg.Name, logger),
 	)
 	return &Controller{cfg: cfg, handler: h, log: logger}, nil
+}
+
+// cacheTransform is what objects go through before entering the cache:
+// dropping managedFields (unless kept), then the user's Transform.
+func cacheTransform(cfg Config) cache.TransformFunc {
+	if cfg.KeepManagedFields {
+		return cfg.Transform
+	}
+	user := cfg.Transform
+	return func(obj any) (any, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		if user != nil {
+			return user(obj)
+		}
+		return obj, nil
+	}
 }
 
 // ShutdownTimeout returns the bound on how long Run waits for running
@@ -100,8 +119,8 @@ func (c *Controller) Run(ctx context.Context) error {
 		listerWatcher{ctx: ctx, r: c.cfg.Retriever}, nil,
 		cache.SharedIndexInformerOptions{ResyncPeriod: c.cfg.ResyncInterval},
 	)
-	if c.cfg.Transform != nil {
-		if err := informer.SetTransform(c.cfg.Transform); err != nil {
+	if transform := cacheTransform(c.cfg); transform != nil {
+		if err := informer.SetTransform(transform); err != nil {
 			return fmt.Errorf("could not set the cache transform: %w", err)
 		}
 	}

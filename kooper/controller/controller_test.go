@@ -445,6 +445,58 @@ func TestTransformRunsBeforeObjectsEnterTheCache(t *testing.T) {
 	_ = stop()
 }
 
+func TestManagedFieldsAreDroppedUnlessKept(t *testing.T) {
+	tests := []struct {
+		name string
+		keep bool
+		user bool // a user Transform too: it runs after the drop
+		want int  // managedFields entries the handler sees
+	}{
+		{name: "default: dropped", want: 0},
+		{name: "default with a user transform: dropped, then transformed", user: true, want: 0},
+		{name: "kept", keep: true, want: 2},
+		{name: "kept with a user transform", keep: true, user: true, want: 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+			p := pod("a")
+			p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: "other"}}
+			mustAdd(t, src, p)
+			type seen struct {
+				fields      int
+				transformed bool
+			}
+			got := make(chan seen, 1)
+			h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+				p := obj.(*corev1.Pod)
+				got <- seen{len(p.ManagedFields), p.Labels["transformed"] == "yes"}
+				return nil
+			})
+			cfg := controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true, KeepManagedFields: tt.keep}
+			fieldsInTransform := -1
+			if tt.user {
+				cfg.Transform = func(obj any) (any, error) {
+					p := obj.(*corev1.Pod)
+					fieldsInTransform = len(p.ManagedFields)
+					p.Labels = map[string]string{"transformed": "yes"}
+					return p, nil
+				}
+			}
+			stop := start(t, cfg)
+			s := <-got
+			_ = stop()
+			if s.fields != tt.want {
+				t.Errorf("handler saw %d managedFields entries, want %d", s.fields, tt.want)
+			}
+			if tt.user && (!s.transformed || fieldsInTransform != tt.want) {
+				t.Errorf("user transform ran: %v, saw %d managedFields entries; want it run after the drop (%d)", s.transformed, fieldsInTransform, tt.want)
+			}
+		})
+	}
+}
+
 func TestDisableDeepCopyHandsOutTheCachedObject(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})

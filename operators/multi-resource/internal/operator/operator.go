@@ -7,7 +7,7 @@
 // Why split controllers: each watches one type with its own retriever,
 // interval and middleware. The child controllers list and watch only the
 // objects labelled as managed by this operator, keep no managedFields in
-// their caches, never resync (nothing they hold can drift unseen), and see
+// their caches (the library's default), never resync (nothing they hold can drift unseen), and see
 // deletions (controller.Config.HandleDeleted) so that a child deleted by hand
 // is made again. Each maps a child to its Tenant (owner.Middleware) and calls
 // the same handler the Tenant controller calls.
@@ -172,7 +172,6 @@ func Run(ctx context.Context, cfg Config) error {
 			Handler: controller.Chain(h.New(), append(traced,
 				handler.Children(c.kind, h.Writes), owner.Middleware(tenancyv1alpha1.Kind("Tenant"), getTenant))...),
 			Retriever:       c.retriever,
-			Transform:       stripManagedFields,
 			DisableResync:   true,
 			HandleDeleted:   true,
 			Logger:          cfg.Logger,
@@ -241,15 +240,6 @@ func managed[L runtime.Object](client any, list func(context.Context, metav1.Lis
 			opts.LabelSelector = sel
 			return watchFn(ctx, opts)
 		})
-}
-
-// stripManagedFields drops managedFields before objects enter a cache: the
-// handler never reads them, and they are a large share of each object.
-func stripManagedFields(obj any) (any, error) {
-	if m, ok := obj.(metav1.Object); ok {
-		m.SetManagedFields(nil)
-	}
-	return obj, nil
 }
 
 // endregion: managed
