@@ -18,7 +18,9 @@ type Config struct {
 	// Handler is called with the latest state of each object. Required.
 	Handler Handler
 	// Retriever lists and watches the one resource type this controller
-	// handles. Required.
+	// handles; each controller fills its own cache from it. Required.
+	// Controllers given the same *Shared (see NewShared) share one cache
+	// instead.
 	Retriever Retriever
 
 	// ConcurrentWorkers is how many objects are handled at once. One object
@@ -71,6 +73,19 @@ type Config struct {
 	// its own deep copy. Only for handlers that never mutate the object: a
 	// mutation corrupts the cache shared by every later handling.
 	DisableDeepCopy bool
+	// HandleDuringSync starts handling objects as the initial list streams
+	// in, instead of once the cache holds all of it: the first handlings
+	// start sooner and handling overlaps with decoding. While the cache is
+	// filling, a handler that reads other objects from a cache (this
+	// controller's List, another controller's, a lister) may not find
+	// objects that exist. HasSynced and List still wait for the full sync.
+	// Each object is still handled once for the initial list. It costs a
+	// copy of each object while the list streams: client-go hands the
+	// streamed objects to the cache only at the end, so the controller
+	// keeps its own copy until then. With a Shared retriever, or when the
+	// API server cannot stream lists, handling starts as objects enter the
+	// cache. Default false: handling starts once the cache is complete.
+	HandleDuringSync bool
 	// HandleDeleted also calls the handler once for each object deleted
 	// from the cache, with a *Deleted holding its last known state. It is
 	// for controllers of child objects: owner.Middleware turns a deleted
@@ -146,6 +161,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: handler is required", ErrInvalidConfig)
 	case c.Retriever == nil:
 		return fmt.Errorf("%w: retriever is required", ErrInvalidConfig)
+	case isShared(c.Retriever) && (c.Transform != nil || c.KeepManagedFields):
+		return fmt.Errorf("%w: a shared retriever's cache is shared: set Transform and KeepManagedFields in its SharedConfig", ErrInvalidConfig)
 	case c.RetryMaxDelay < c.RetryBaseDelay:
 		return fmt.Errorf("%w: retry max delay %s is below the base delay %s", ErrInvalidConfig, c.RetryMaxDelay, c.RetryBaseDelay)
 	}

@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -28,6 +29,9 @@ type Controller struct {
 	synced  atomic.Bool
 	// store is the informer's cache while Run is running and synced.
 	store atomic.Pointer[cache.Indexer]
+	// early holds the objects of the initial list streamed before the cache
+	// has them, with Config.HandleDuringSync, until the cache syncs.
+	early atomic.Pointer[early]
 	// deleted holds the last state of deleted objects until their key is
 	// handled, with Config.HandleDeleted.
 	deleted sync.Map
@@ -55,12 +59,11 @@ func New(cfg Config) (*Controller, error) {
 }
 
 // cacheTransform is what objects go through before entering the cache:
-// dropping managedFields (unless kept), then the user's Transform.
-func cacheTransform(cfg Config) cache.TransformFunc {
-	if cfg.KeepManagedFields {
-		return cfg.Transform
+// dropping managedFields (unless kept), then the user's transform.
+func cacheTransform(user cache.TransformFunc, keepManagedFields bool) cache.TransformFunc {
+	if keepManagedFields {
+		return user
 	}
-	user := cfg.Transform
 	return func(obj any) (any, error) {
 		if m, ok := obj.(metav1.Object); ok {
 			m.SetManagedFields(nil)
@@ -70,6 +73,58 @@ func cacheTransform(cfg Config) cache.TransformFunc {
 		}
 		return obj, nil
 	}
+}
+
+// newInformer returns an informer over lw, not started.
+func newInformer(ctx context.Context, lw listerWatcher, resyncCheck time.Duration, transform cache.TransformFunc, onWatchError cache.WatchErrorHandlerWithContext) (cache.SharedIndexInformer, error) {
+	informer := cache.NewSharedIndexInformerWithOptions(
+		lw, nil,
+		cache.SharedIndexInformerOptions{ResyncPeriod: resyncCheck},
+	)
+	if transform != nil {
+		if err := informer.SetTransform(transform); err != nil {
+			return nil, fmt.Errorf("could not set the cache transform: %w", err)
+		}
+	}
+	if err := informer.SetWatchErrorHandlerWithContext(onWatchError); err != nil {
+		return nil, fmt.Errorf("could not set the watch error handler: %w", err)
+	}
+	return informer, nil
+}
+
+// openCache returns the informer the controller reads, with h registered
+// on it, and closeCache, which unregisters h and returns once the informer
+// the controller started (if any) has stopped. The controller's own
+// informer runs until ctx is done; a shared one while any of its
+// controllers runs.
+func (c *Controller) openCache(ctx context.Context, h cache.ResourceEventHandler) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, func(), error) {
+	// Each controller asks for its own resync interval (0: none).
+	opts := cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval}
+	if shared, ok := c.cfg.Retriever.(*Shared); ok {
+		return shared.join(ctx, h, opts, c.watchError)
+	}
+	transform := cacheTransform(c.cfg.Transform, c.cfg.KeepManagedFields)
+	lw := listerWatcher{ctx: ctx, r: c.cfg.Retriever}
+	if e := c.early.Load(); e != nil {
+		e.transform = transform
+		lw.tap = func(w watch.Interface) watch.Interface {
+			if c.synced.Load() {
+				return w // a later relist goes through the cache
+			}
+			return tapInitialEvents(w, e.arrived)
+		}
+	}
+	informer, err := newInformer(ctx, lw, c.cfg.ResyncInterval, transform, c.watchError)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	reg, err := informer.AddEventHandlerWithOptions(h, opts)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("could not register the event handler: %w", err)
+	}
+	var done sync.WaitGroup
+	done.Go(func() { informer.RunWithContext(ctx) })
+	return informer, reg, done.Wait, nil
 }
 
 // ShutdownTimeout returns the bound on how long Run waits for running
@@ -104,7 +159,8 @@ func (c *Controller) List() ([]runtime.Object, bool) {
 }
 
 // Run fills the cache from the Retriever, then handles objects with
-// Config.ConcurrentWorkers workers until ctx is done. It then cancels the
+// Config.ConcurrentWorkers workers until ctx is done (with
+// Config.HandleDuringSync the workers start at once, as objects arrive). It then cancels the
 // running handlers' contexts, waits up to Config.ShutdownTimeout for them and
 // for every goroutine it started, and returns nil (or ErrShutdownTimeout).
 // Keys still queued are dropped: they are handled again by whichever
@@ -113,23 +169,24 @@ func (c *Controller) Run(ctx context.Context) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
-	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers)
+	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "shared", isShared(c.cfg.Retriever))
 
-	informer := cache.NewSharedIndexInformerWithOptions(
-		listerWatcher{ctx: ctx, r: c.cfg.Retriever}, nil,
-		cache.SharedIndexInformerOptions{ResyncPeriod: c.cfg.ResyncInterval},
-	)
-	if transform := cacheTransform(c.cfg); transform != nil {
-		if err := informer.SetTransform(transform); err != nil {
-			return fmt.Errorf("could not set the cache transform: %w", err)
-		}
-	}
-	if err := informer.SetWatchErrorHandlerWithContext(c.watchError); err != nil {
-		return fmt.Errorf("could not set the watch error handler: %w", err)
-	}
 	queue := c.newQueue()
-	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { c.enqueue(queue, obj) },
+	if c.cfg.HandleDuringSync && !isShared(c.cfg.Retriever) {
+		c.early.Store(&early{enqueue: func(key string) {
+			c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, false)
+			queue.Add(key)
+		}})
+	}
+	informer, reg, closeCache, err := c.openCache(ctx, cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if e := c.early.Load(); e != nil {
+				if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil && e.added(key, obj) {
+					return // queued when it streamed in
+				}
+			}
+			c.enqueue(queue, obj)
+		},
 		UpdateFunc: func(_, obj any) { c.enqueue(queue, obj) },
 		// No delete event by default: a deleted object has no state left to
 		// handle; finalizers and owner references do the cleaning (see the
@@ -141,36 +198,41 @@ func (c *Controller) Run(ctx context.Context) error {
 		},
 	})
 	if err != nil {
-		return fmt.Errorf("could not register the event handler: %w", err)
+		queue.ShutDown()
+		return err
 	}
 
-	var informerDone sync.WaitGroup
-	informerDone.Go(func() { informer.RunWithContext(ctx) })
+	var workers sync.WaitGroup
+	startWorkers := func() {
+		for i := range c.cfg.ConcurrentWorkers {
+			workers.Go(func() { c.worker(ctx, i, informer.GetIndexer(), queue) })
+		}
+	}
+	if c.cfg.HandleDuringSync {
+		startWorkers() // objects are handled as they arrive
+	}
 
 	// Wait on the registration's done channel (no polling): once it closes
 	// the cache is filled and every listed object is in the queue.
-	if !cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
-		queue.ShutDown()
-		informerDone.Wait()
-		c.log.Info("controller stopped before its cache synced")
-		return nil
+	if cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
+		store := informer.GetIndexer()
+		c.store.Store(&store)
+		c.synced.Store(true)
+		c.early.Store(nil)
+		c.log.Info("controller cache synced")
+		if !c.cfg.HandleDuringSync {
+			startWorkers()
+		}
+		<-ctx.Done()
+		c.store.Store(nil)
+		c.log.Info("controller stopping")
+	} else {
+		c.log.Info("controller stopping before its cache synced")
 	}
-	store := informer.GetIndexer()
-	c.store.Store(&store)
-	defer c.store.Store(nil)
-	c.synced.Store(true)
-	c.log.Info("controller cache synced")
 
-	var workers sync.WaitGroup
-	for i := range c.cfg.ConcurrentWorkers {
-		workers.Go(func() { c.worker(ctx, i, informer.GetIndexer(), queue) })
-	}
-
-	<-ctx.Done()
-	c.log.Info("controller stopping")
 	queue.ShutDown() // workers finish their current key, then exit
 	err = waitTimeout(&workers, c.cfg.ShutdownTimeout)
-	informerDone.Wait()
+	closeCache()
 	if err != nil {
 		c.log.Error("controller stopped with handlers still running", log.KeyErr, err)
 		return err
@@ -244,6 +306,11 @@ func (c *Controller) worker(ctx context.Context, id int, store cache.Indexer, qu
 // handler, and decide what happens to the key next.
 func (c *Controller) process(ctx context.Context, logger log.Logger, key string, store cache.Indexer, queue workqueue.TypedRateLimitingInterface[string]) {
 	item, exists, err := store.GetByKey(key)
+	if !exists && err == nil {
+		if e := c.early.Load(); e != nil {
+			item, exists = e.get(key)
+		}
+	}
 	var tomb any
 	switch {
 	case exists:

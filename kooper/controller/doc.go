@@ -42,10 +42,20 @@
 // child types map each child to its owner with owner.Middleware, so the
 // Handler always receives the primary object.
 //
+// # Memory: what the cache holds
+//
+// Each controller caches every object its Retriever lists, in its own
+// informer. The controller drops managedFields before objects enter the
+// cache (Config.KeepManagedFields keeps them) and applies Config.Transform.
+// [NewMetadataRetriever] caches only metadata, for controllers that need
+// names, labels and owners. Controllers of the same type can share one
+// cache with [NewShared]; by default nothing is shared.
+//
 // # Lifecycle
 //
 // [Controller.Run] fills the cache, waits for it on a channel (no polling),
-// handles objects until its context is done, then cancels running handlers,
+// handles objects until its context is done (Config.HandleDuringSync starts
+// handling as the initial list streams in), then cancels running handlers,
 // waits for them (Config.ShutdownTimeout) and returns with no goroutine left.
 // Leader election (package leaderelection) runs a Controller only while its
 // replica holds a Lease.

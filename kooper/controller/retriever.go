@@ -5,7 +5,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 )
@@ -64,6 +66,26 @@ func (r *funcRetriever[L]) IsWatchListSemanticsUnSupported() bool {
 	return watchlist.DoesClientNotSupportWatchListSemantics(r.client)
 }
 
+// NewMetadataRetriever returns a Retriever of the metadata only of one
+// resource's objects, in namespace ("" for every namespace, or for a
+// cluster-scoped resource): the handler gets *metav1.PartialObjectMetadata,
+// with names, labels, annotations, owner references, finalizers and
+// resourceVersion, and no spec or status.
+//
+//	md, err := metadata.NewForConfig(restConfig)
+//	r := controller.NewMetadataRetriever(md, corev1.SchemeGroupVersion.WithResource("pods"), "")
+//
+// Use it for controllers that only need to know that objects exist or
+// changed, such as those of child objects that map a child to its owner: a
+// cached pod's metadata weighs a fraction of the pod. The API server still
+// streams the initial list (watch-list) and encodes in protobuf. To filter
+// by label, build the Retriever with NewRetriever over the metadata
+// client's List and Watch instead.
+func NewMetadataRetriever(client metadata.Interface, resource schema.GroupVersionResource, namespace string) Retriever {
+	res := client.Resource(resource).Namespace(namespace)
+	return NewRetriever(client, res.List, res.Watch)
+}
+
 // RetrieverFromListerWatcher adapts a client-go ListerWatcher, such as one
 // built by hand for a type without a typed client:
 //
@@ -106,6 +128,8 @@ func (r *lwRetriever) IsWatchListSemanticsUnSupported() bool {
 type listerWatcher struct {
 	ctx context.Context
 	r   Retriever
+	// tap, if set, wraps the watches that stream an initial list.
+	tap func(watch.Interface) watch.Interface
 }
 
 var (
@@ -118,7 +142,7 @@ func (l listerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
 }
 
 func (l listerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return l.r.Watch(l.ctx, opts)
+	return l.WatchWithContext(l.ctx, opts)
 }
 
 func (l listerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -126,7 +150,11 @@ func (l listerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOpti
 }
 
 func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return l.r.Watch(ctx, opts)
+	w, err := l.r.Watch(ctx, opts)
+	if err != nil || l.tap == nil || opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
+		return w, err
+	}
+	return l.tap(w), nil
 }
 
 // IsWatchListSemanticsUnSupported forwards the Retriever's marker: hiding it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/ptr"
@@ -141,4 +143,69 @@ func TestNewRetrieverOverAFakeClientsetSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = stop()
+}
+
+// Over fakes, which cannot stream the initial list, every wrapper keeps
+// the "watch-list unsupported" marker visible, so the cache lists then
+// watches instead of waiting forever.
+func TestEveryRetrieverOverAFakeClientSyncs(t *testing.T) {
+	scheme := metadatafake.NewTestScheme()
+	if err := metav1.AddMetaToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	podMeta := &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1"},
+	}
+	typed := func() controller.Retriever {
+		client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1"}})
+		pods := client.CoreV1().Pods("")
+		return controller.NewRetriever(client, pods.List, pods.Watch)
+	}
+	tests := []struct {
+		name      string
+		retriever func(t *testing.T) controller.Retriever
+		cfg       controller.Config
+	}{
+		{"NewMetadataRetriever", func(*testing.T) controller.Retriever {
+			md := metadatafake.NewSimpleMetadataClient(scheme, podMeta)
+			return controller.NewMetadataRetriever(md, corev1.SchemeGroupVersion.WithResource("pods"), "")
+		}, controller.Config{}},
+		{"Shared", func(t *testing.T) controller.Retriever {
+			s, err := controller.NewShared(controller.SharedConfig{Retriever: typed()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		}, controller.Config{}},
+		{"HandleDuringSync", func(*testing.T) controller.Retriever { return typed() }, controller.Config{HandleDuringSync: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			r := tt.retriever(t)
+			if !watchlist.DoesClientNotSupportWatchListSemantics(r) {
+				t.Fatal("got a Retriever hiding the fake's watch-list marker, want it forwarded")
+			}
+			got := make(chan string, 10)
+			cfg := tt.cfg
+			cfg.Name, cfg.Retriever, cfg.DisableResync = "fake", r, true
+			cfg.Handler = controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+				got <- obj.(metav1.Object).GetName()
+				return nil
+			})
+			stop := start(t, cfg)
+			select {
+			case name := <-got:
+				if name != "p1" {
+					t.Errorf("handled %q, want p1", name)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("p1 not handled within 10s (an informer hiding the marker hangs here)")
+			}
+			if err := stop(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

@@ -23,11 +23,16 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
@@ -154,15 +159,21 @@ func Run(ctx context.Context, cfg Config) error {
 	getTenant := func(ctx context.Context, _, name string) (runtime.Object, error) {
 		return tenants.Get(ctx, name, metav1.GetOptions{})
 	}
+	// The child controllers read only names, owners and resourceVersions:
+	// they cache metadata only, a fraction of each object.
+	md, err := metadata.NewForConfig(obs.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the metadata client: %w", err)
+	}
 	children := []struct {
-		kind      string
-		retriever controller.Retriever
+		kind     string
+		resource schema.GroupVersionResource
 	}{
-		{tenant.KindNamespace, managed(kube, kube.CoreV1().Namespaces().List, kube.CoreV1().Namespaces().Watch)},
-		{tenant.KindResourceQuota, managed(kube, kube.CoreV1().ResourceQuotas("").List, kube.CoreV1().ResourceQuotas("").Watch)},
-		{tenant.KindLimitRange, managed(kube, kube.CoreV1().LimitRanges("").List, kube.CoreV1().LimitRanges("").Watch)},
-		{tenant.KindRoleBinding, managed(kube, kube.RbacV1().RoleBindings("").List, kube.RbacV1().RoleBindings("").Watch)},
-		{tenant.KindNetworkPolicy, managed(kube, kube.NetworkingV1().NetworkPolicies("").List, kube.NetworkingV1().NetworkPolicies("").Watch)},
+		{tenant.KindNamespace, corev1.SchemeGroupVersion.WithResource("namespaces")},
+		{tenant.KindResourceQuota, corev1.SchemeGroupVersion.WithResource("resourcequotas")},
+		{tenant.KindLimitRange, corev1.SchemeGroupVersion.WithResource("limitranges")},
+		{tenant.KindRoleBinding, rbacv1.SchemeGroupVersion.WithResource("rolebindings")},
+		{tenant.KindNetworkPolicy, networkingv1.SchemeGroupVersion.WithResource("networkpolicies")},
 	}
 	for _, c := range children {
 		ctrl, err := controller.New(controller.Config{
@@ -171,7 +182,7 @@ func Run(ctx context.Context, cfg Config) error {
 			// own writes, map the child to its Tenant, the shared handler.
 			Handler: controller.Chain(h.New(), append(traced,
 				handler.Children(c.kind, h.Writes), owner.Middleware(tenancyv1alpha1.Kind("Tenant"), getTenant))...),
-			Retriever:       c.retriever,
+			Retriever:       managed(md, c.resource),
 			DisableResync:   true,
 			HandleDeleted:   true,
 			Logger:          cfg.Logger,
@@ -227,18 +238,19 @@ func Run(ctx context.Context, cfg Config) error {
 
 // region: managed
 
-// managed returns a retriever of the objects labelled as managed by this
-// operator only.
-func managed[L runtime.Object](client any, list func(context.Context, metav1.ListOptions) (L, error), watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error)) controller.Retriever {
+// managed returns a retriever of the metadata of resource's objects
+// labelled as managed by this operator, and only those.
+func managed(md metadata.Interface, resource schema.GroupVersionResource) controller.Retriever {
 	sel := tenant.ManagedByLabel + "=" + tenant.ManagedBy
-	return controller.NewRetriever(client,
-		func(ctx context.Context, opts metav1.ListOptions) (L, error) {
+	res := md.Resource(resource).Namespace("") // every namespace
+	return controller.NewRetriever(md,
+		func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			opts.LabelSelector = sel
-			return list(ctx, opts)
+			return res.List(ctx, opts)
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector = sel
-			return watchFn(ctx, opts)
+			return res.Watch(ctx, opts)
 		})
 }
 
