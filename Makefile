@@ -62,7 +62,8 @@ test-integration: build ## Integration tests against a local control plane (buil
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test -count=1 ./integration
 
 .PHONY: test-bench
-test-bench: ## Every benchmarked implementation on a tiny workload, in both cache-fill modes.
+test-bench: ## Every benchmarked implementation on a tiny workload: in memory in both cache-fill modes, and on a local control plane.
+	@$(MAKE) --no-print-directory controlplane
 	cd bench && $(GO) test -count=1 ./...
 
 .PHONY: lint
@@ -100,6 +101,11 @@ docs: ## Rewrite every tutorial code block from the region of the compiled file 
 .PHONY: bench
 bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare informer (about 1.5 minutes).
 	cd bench && $(GO) run ./cmd/compare -rounds 9
+
+.PHONY: bench-cluster
+bench-cluster: ## The same peers on a local control plane: 10,000 pods, 5,000 updates, 4 rounds (about 25 minutes); writes docs/img/bench-cluster.png.
+	@$(MAKE) --no-print-directory controlplane
+	cd bench && $(GO) run ./cmd/cluster -png ../docs/img/bench-cluster.png
 
 .PHONY: build
 build: ## Build static, trimmed binaries stamped with VERSION into bin/ (hack/build/build.sh, as the Dockerfile does).

@@ -60,7 +60,9 @@ type Config struct {
 	// Transform, if set, is applied to every object before it enters the
 	// cache, after managedFields are dropped: drop what else the handler
 	// never reads (big annotations, say) to save memory. It must not keep a
-	// reference to the input it modifies beyond the returned object.
+	// reference to the input it modifies beyond the returned object, and it
+	// must be idempotent: client-go applies it twice to the objects of a
+	// streamed initial list (as they arrive, and as they enter the cache).
 	Transform cache.TransformFunc
 	// KeepManagedFields keeps metadata.managedFields in the cache and in
 	// the objects handed to the handler. By default they are dropped before

@@ -65,7 +65,7 @@ func cacheTransform(user cache.TransformFunc, keepManagedFields bool) cache.Tran
 		return user
 	}
 	return func(obj any) (any, error) {
-		if m, ok := obj.(metav1.Object); ok {
+		if m, ok := obj.(metav1.Object); ok && m.GetManagedFields() != nil {
 			m.SetManagedFields(nil)
 		}
 		if user != nil {
@@ -105,8 +105,11 @@ func (c *Controller) openCache(ctx context.Context, h cache.ResourceEventHandler
 	}
 	transform := cacheTransform(c.cfg.Transform, c.cfg.KeepManagedFields)
 	lw := listerWatcher{ctx: ctx, r: c.cfg.Retriever}
-	if e := c.early.Load(); e != nil {
+	if e := c.early.Load(); e != nil && transform != nil {
 		e.transform = transform
+		transform = e.cacheTransform(transform)
+	}
+	if e := c.early.Load(); e != nil {
 		lw.tap = func(w watch.Interface) watch.Interface {
 			if c.synced.Load() {
 				return w // a later relist goes through the cache
@@ -218,7 +221,9 @@ func (c *Controller) Run(ctx context.Context) error {
 		store := informer.GetIndexer()
 		c.store.Store(&store)
 		c.synced.Store(true)
-		c.early.Store(nil)
+		if e := c.early.Swap(nil); e != nil {
+			e.transformed.Clear() // the cache's transform keeps e
+		}
 		c.log.Info("controller cache synced")
 		if !c.cfg.HandleDuringSync {
 			startWorkers()

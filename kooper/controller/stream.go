@@ -15,39 +15,62 @@ import (
 // store of its own and hands them to the cache all at once, when the
 // stream's last bookmark arrives. To handle objects as they stream in, the
 // controller taps the stream of its first watch-list: each object that
-// arrives is copied, transformed as the cache would, kept aside and its
-// key queued. A worker handles a key from the cache, or from the objects
-// kept aside while the cache has not got it yet. When the cache then
-// adds an object at the version already queued, the key is not queued
-// again, so an object is handled once for the initial list.
+// arrives is transformed as the cache would (in place, before the reflector
+// sees it, so no copy is made), remembered and its key queued. A worker
+// handles a key from the cache, or from the objects remembered while the
+// cache has not got them yet. The cache's own transform skips objects the
+// tap already transformed, so a transform runs once per object and never
+// on an object a worker may be reading. When the cache then adds an object
+// at the version already queued, its key is not queued again: an object is
+// handled once for the initial list.
 
 // early holds the objects of the initial stream the cache has not added
 // yet, by key.
 type early struct {
 	transform cache.TransformFunc
 	enqueue   func(key string)
-	objects   sync.Map // key -> runtime.Object, transformed copy
+	objects   sync.Map // key -> runtime.Object, transformed
+	// transformed holds the objects the tap transformed, until the cache
+	// syncs, so that the cache's transform skips them.
+	transformed sync.Map // any (the object) -> struct{}
 }
 
-// arrived keeps obj aside and queues its key.
-func (e *early) arrived(obj runtime.Object) {
-	key, err := cache.MetaNamespaceKeyFunc(obj)
-	if err != nil {
-		return // the cache's own add reports it
-	}
-	var kept any = obj.DeepCopyObject()
+// arrived transforms obj, remembers it and queues its key. It returns the
+// object the reflector must get instead of obj.
+func (e *early) arrived(obj runtime.Object) runtime.Object {
+	var out any = obj
 	if e.transform != nil {
-		if kept, err = e.transform(kept); err != nil {
-			return // the cache's own add hits the same error
+		var err error
+		if out, err = e.transform(obj); err != nil {
+			return obj // the cache's transform reports the same error
 		}
 	}
-	if ro, ok := kept.(runtime.Object); ok {
-		e.objects.Store(key, ro)
-		e.enqueue(key)
+	ro, ok := out.(runtime.Object)
+	if !ok {
+		return obj
+	}
+	e.transformed.Store(out, struct{}{})
+	key, err := cache.MetaNamespaceKeyFunc(ro)
+	if err != nil {
+		return ro // the cache's own add reports it
+	}
+	e.objects.Store(key, ro)
+	e.enqueue(key)
+	return ro
+}
+
+// cacheTransform wraps the cache's transform so that it skips the objects
+// the tap already transformed.
+func (e *early) cacheTransform(transform cache.TransformFunc) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if _, done := e.transformed.Load(obj); done {
+			return obj, nil
+		}
+		return transform(obj)
 	}
 }
 
-// get returns the object kept aside for key, if any.
+// get returns the object remembered for key, if any.
 func (e *early) get(key string) (runtime.Object, bool) {
 	got, ok := e.objects.Load(key)
 	if !ok {
@@ -57,7 +80,7 @@ func (e *early) get(key string) (runtime.Object, bool) {
 }
 
 // added is called when the cache adds obj; it reports whether obj's key
-// was already queued at that version, and forgets the kept copy.
+// was already queued at that version, and forgets the object.
 func (e *early) added(key string, obj any) bool {
 	got, ok := e.objects.LoadAndDelete(key)
 	if !ok {
@@ -70,8 +93,9 @@ func (e *early) added(key string, obj any) bool {
 
 // tapInitialEvents wraps w, the watch of a streamed initial list, and
 // calls onObject with each object added before the bookmark that ends the
-// initial events. Events reach the reflector unchanged and in order.
-func tapInitialEvents(w watch.Interface, onObject func(runtime.Object)) watch.Interface {
+// initial events; the event carries the object onObject returns. Events
+// reach the reflector in order.
+func tapInitialEvents(w watch.Interface, onObject func(runtime.Object) runtime.Object) watch.Interface {
 	t := &tap{in: w, out: make(chan watch.Event), stop: make(chan struct{})}
 	go t.run(onObject)
 	return t
@@ -93,14 +117,14 @@ func (t *tap) Stop() {
 	})
 }
 
-func (t *tap) run(onObject func(runtime.Object)) {
+func (t *tap) run(onObject func(runtime.Object) runtime.Object) {
 	defer close(t.out)
 	initial := true
 	for ev := range t.in.ResultChan() {
 		if initial {
 			switch ev.Type {
 			case watch.Added:
-				onObject(ev.Object)
+				ev.Object = onObject(ev.Object)
 			case watch.Bookmark:
 				if m, ok := ev.Object.(metav1.Object); ok && m.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
 					initial = false

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -115,13 +116,25 @@ func TestHandleDuringSyncHandlesEveryObjectOnceThenEveryChange(t *testing.T) {
 				mustAdd(t, src, pod(fmt.Sprintf("p%d", i)))
 			}
 			h := &recorder{}
-			stop := start(t, controller.Config{Name: "t", Handler: h, Retriever: src, DisableResync: true, HandleDuringSync: true})
+			// A transform that writes: under -race, it must never run on an
+			// object a worker is reading.
+			var transforms atomic.Int64
+			transform := func(obj any) (any, error) {
+				transforms.Add(1)
+				obj.(*corev1.Pod).Labels = map[string]string{"transformed": "yes"}
+				return obj, nil
+			}
+			stop := start(t, controller.Config{Name: "t", Handler: h, Retriever: src, DisableResync: true, HandleDuringSync: true, Transform: transform})
 			eventually(t, "all 50 pods are handled", func() bool { return len(h.Calls()) >= 50 })
 			settle()
 			for i := range 50 {
 				if n := h.countOf(fmt.Sprintf("p%d", i)); n != 1 {
 					t.Errorf("p%d handled %d times for the initial list, want 1", i, n)
 				}
+			}
+			if !m.opts.DisableWatchList && transforms.Load() != 50 {
+				// client-go alone transforms a streamed initial list twice.
+				t.Errorf("got %d transforms for 50 streamed pods, want 50: one each", transforms.Load())
 			}
 			p := pod("p7")
 			p.Labels = map[string]string{"changed": "yes"}

@@ -1,0 +1,349 @@
+// Package child is the benchmark's child process: one implementation and
+// one scenario in a fresh process, measured from inside, reporting JSON
+// lines on stdout. The parent (package runner) starts it by running its own
+// binary again with Args.CommandLine; the binary's main (or TestMain) hands
+// such a command line to Main.
+//
+// The conversation, one JSON Message per line on stdout:
+//
+//  1. Synced, once every controller handled every seeded pod. With
+//     Updates > 0 it also means "ready": the parent then churns.
+//  2. Churned, once the controller handled every churned pod carrying the
+//     run's token (only with Updates > 0).
+//  3. Stopped, once the parent closed stdin (or sent SIGTERM) and the
+//     implementation's Run returned, within StopTimeout.
+//
+// A failure is an Error message and exit status 1.
+package child
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
+	"github.com/kooperkit/kooper/bench/internal/cluster/proc"
+	"github.com/kooperkit/kooper/bench/internal/cluster/track"
+	memimpls "github.com/kooperkit/kooper/bench/internal/impls"
+)
+
+// Flag is the first argument of a child's command line.
+const Flag = "-child"
+
+// Scenarios a child runs.
+const (
+	// Single is one controller: the initial sync, then churn if Updates > 0.
+	Single = "single"
+	// Pair is two controllers in one process: the initial sync.
+	Pair = "pair"
+)
+
+// ClientQPS and ClientBurst rate-limit every implementation's client, as
+// controller-runtime's GetConfig sets them when a kubeconfig leaves them
+// unset. Filling a cache is one request, so they only pace discovery.
+const (
+	ClientQPS   = 20
+	ClientBurst = 30
+)
+
+// Args are one child run's parameters.
+type Args struct {
+	// Impl names the implementation (impls.Get).
+	Impl string
+	// Scenario is Single or Pair.
+	Scenario string
+	// Kubeconfig is the admin kubeconfig of the cluster.
+	Kubeconfig string
+	// Pods is how many pods were seeded; every one must be handled.
+	Pods int
+	// Updates is how many pods the parent churns after Synced (Single only).
+	Updates int
+	// Token is the run's churn token.
+	Token string
+	// Timeout bounds the wait for Synced and then for Churned.
+	Timeout time.Duration
+	// StopTimeout bounds the wait for Run to return once asked to stop.
+	StopTimeout time.Duration
+}
+
+// CommandLine returns the arguments that make a binary calling Main run a.
+func (a Args) CommandLine() []string {
+	return []string{Flag, a.Impl, "-scenario", a.Scenario, "-kubeconfig", a.Kubeconfig,
+		"-pods", fmt.Sprint(a.Pods), "-updates", fmt.Sprint(a.Updates), "-token", a.Token,
+		"-timeout", a.Timeout.String(), "-stop-timeout", a.StopTimeout.String()}
+}
+
+// IsChild reports whether args (os.Args[1:]) are a child's command line.
+func IsChild(args []string) bool { return len(args) > 0 && args[0] == Flag }
+
+func parse(args []string) (Args, error) {
+	var a Args
+	fs := flag.NewFlagSet("child", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&a.Impl, "child", "", "implementation")
+	fs.StringVar(&a.Scenario, "scenario", Single, "single or pair")
+	fs.StringVar(&a.Kubeconfig, "kubeconfig", "", "admin kubeconfig")
+	fs.IntVar(&a.Pods, "pods", 0, "seeded pods")
+	fs.IntVar(&a.Updates, "updates", 0, "churned pods")
+	fs.StringVar(&a.Token, "token", "", "churn token")
+	fs.DurationVar(&a.Timeout, "timeout", 5*time.Minute, "bound on sync and on churn")
+	fs.DurationVar(&a.StopTimeout, "stop-timeout", 20*time.Second, "bound on Run returning")
+	if err := fs.Parse(args); err != nil {
+		return Args{}, fmt.Errorf("could not parse the child's arguments: %w", err)
+	}
+	if a.Scenario != Single && a.Scenario != Pair {
+		return Args{}, fmt.Errorf("unknown scenario %q, want %s or %s", a.Scenario, Single, Pair)
+	}
+	if a.Pods <= 0 {
+		return Args{}, errors.New("-pods must be positive")
+	}
+	return a, nil
+}
+
+// Message is one line of a child's output; exactly one field is set.
+type Message struct {
+	Synced  *Sync  `json:"synced,omitempty"`
+	Churned *Churn `json:"churned,omitempty"`
+	Stopped *Stop  `json:"stopped,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Sync measures the initial sync, from just before the implementation's
+// client and controllers are built (t0) until every controller handled
+// every seeded pod.
+type Sync struct {
+	Controllers int `json:"controllers"`
+	Pods        int `json:"pods"`
+	// Elapsed is time-to-all-handled: t0 until the last pod's first handling.
+	Elapsed time.Duration `json:"elapsed"`
+	// CPU is the process's user+system CPU from t0 to then.
+	CPU time.Duration `json:"cpu"`
+	// HeapPerPod is the settled heap (two GCs) then, minus the settled heap
+	// just before t0, divided by Pods.
+	HeapPerPod float64 `json:"heapPerPod"`
+	// RSS and PeakRSS are VmRSS and VmHWM in bytes, read after those GCs.
+	RSS     uint64 `json:"rss"`
+	PeakRSS uint64 `json:"peakRSS"`
+	// HandlerCalls counts handlings, over every controller.
+	HandlerCalls int64 `json:"handlerCalls"`
+	// Requests are the HTTP requests made so far, "count× what -> served".
+	Requests []string `json:"requests"`
+}
+
+// Churn measures the handling of the parent's updates, from the Synced
+// message (ready) until every churned pod was handled with the token.
+type Churn struct {
+	Updates int `json:"updates"`
+	// Elapsed is ready until the last churned pod was handled.
+	Elapsed time.Duration `json:"elapsed"`
+	// CPU is the process's user+system CPU over Elapsed.
+	CPU time.Duration `json:"cpu"`
+	// P50, P99 and Max are of the latencies: handling time minus the
+	// parent's send time (in the pod's annotation).
+	P50 time.Duration `json:"p50"`
+	P99 time.Duration `json:"p99"`
+	Max time.Duration `json:"max"`
+	// HandlerCalls counts handlings since ready.
+	HandlerCalls int64 `json:"handlerCalls"`
+}
+
+// Stop measures the shutdown.
+type Stop struct {
+	// Elapsed is from the stop request until Run returned.
+	Elapsed time.Duration `json:"elapsed"`
+}
+
+// Main runs a child for args (os.Args[1:], starting with Flag): it writes
+// Messages to stdout and returns the exit status. Closing stdin asks it to
+// stop, as SIGTERM does.
+func Main(args []string, stdin io.Reader, stdout io.Writer) int {
+	out := json.NewEncoder(stdout)
+	a, err := parse(args)
+	if err == nil {
+		err = run(a, stdin, out)
+	}
+	if err != nil {
+		_ = out.Encode(Message{Error: err.Error()})
+		return 1
+	}
+	return 0
+}
+
+func run(a Args, stdin io.Reader, out *json.Encoder) error {
+	impl, err := impls.Get(a.Impl)
+	if err != nil {
+		return err
+	}
+	memimpls.SilenceLogs()
+	cfg, err := clientcmd.BuildConfigFromFlags("", a.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("could not load kubeconfig %s: %w", a.Kubeconfig, err)
+	}
+	cfg.QPS, cfg.Burst = ClientQPS, ClientBurst
+	reqs := newRequests()
+	cfg.Wrap(reqs.wrap)
+
+	// A stop request is stdin's end or a signal.
+	stopCtx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	stopCtx, cancelStop := context.WithCancel(stopCtx)
+	defer cancelStop()
+	go func() {
+		_, _ = io.Copy(io.Discard, stdin)
+		cancelStop()
+	}()
+
+	controllers, updates := 1, a.Updates
+	if a.Scenario == Pair {
+		controllers, updates = 2, 0
+	}
+	trackers := make([]*track.Tracker, controllers)
+	handlers := make([]impls.Handler, controllers)
+	for i := range trackers {
+		trackers[i] = track.New(a.Pods, updates, a.Token)
+		handlers[i] = trackers[i].Handle
+	}
+	runCtx, cancelRun := context.WithCancel(context.Background())
+	defer cancelRun()
+	runDone := make(chan error, 1)
+
+	// The measured part starts here.
+	heap0 := proc.SettledHeap()
+	cpu0, err := proc.CPU()
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	go func() { runDone <- impl.Run(runCtx, rest.CopyConfig(cfg), handlers) }()
+
+	waitFor := func(done <-chan struct{}, progress func() string) error {
+		return wait(stopCtx, runDone, a.Timeout, done, progress)
+	}
+	for _, tr := range trackers {
+		if err := waitFor(tr.AllSeen(), func() string { return fmt.Sprintf("%d/%d pods handled", tr.Seen(), a.Pods) }); err != nil {
+			return err
+		}
+	}
+	cpu1, err := proc.CPU()
+	if err != nil {
+		return err
+	}
+	var last time.Time
+	var calls int64
+	for _, tr := range trackers {
+		if at := tr.AllSeenAt(); at.After(last) {
+			last = at
+		}
+		calls += tr.Calls()
+	}
+	heap1 := proc.SettledHeap()
+	mem, err := proc.ReadMemory()
+	if err != nil {
+		return err
+	}
+	synced := Sync{
+		Controllers:  controllers,
+		Pods:         a.Pods,
+		Elapsed:      last.Sub(t0),
+		CPU:          cpu1 - cpu0,
+		HeapPerPod:   (float64(heap1) - float64(heap0)) / float64(a.Pods),
+		RSS:          mem.RSS,
+		PeakRSS:      mem.Peak,
+		HandlerCalls: calls,
+		Requests:     reqs.snapshot(),
+	}
+
+	if updates > 0 {
+		tr := trackers[0]
+		cpuReady, err := proc.CPU()
+		if err != nil {
+			return err
+		}
+		callsReady, ready := tr.Calls(), time.Now()
+		if err := out.Encode(Message{Synced: &synced}); err != nil {
+			return fmt.Errorf("could not report the sync: %w", err)
+		}
+		if err := waitFor(tr.AllChurned(), func() string { return fmt.Sprintf("%d/%d updates handled", tr.Churned(), updates) }); err != nil {
+			return err
+		}
+		elapsed := time.Since(ready)
+		cpuDone, err := proc.CPU()
+		if err != nil {
+			return err
+		}
+		ls := tr.Latencies()
+		if err := out.Encode(Message{Churned: &Churn{
+			Updates:      updates,
+			Elapsed:      elapsed,
+			CPU:          cpuDone - cpuReady,
+			P50:          track.Percentile(ls, 0.50),
+			P99:          track.Percentile(ls, 0.99),
+			Max:          slices.Max(ls),
+			HandlerCalls: tr.Calls() - callsReady,
+		}}); err != nil {
+			return fmt.Errorf("could not report the churn: %w", err)
+		}
+	} else if err := out.Encode(Message{Synced: &synced}); err != nil {
+		return fmt.Errorf("could not report the sync: %w", err)
+	}
+
+	// Wait for the stop request; Run returning before it is a failure.
+	select {
+	case <-stopCtx.Done():
+	case err := <-runDone:
+		return fmt.Errorf("%s returned before it was asked to stop: %w", a.Impl, errOrNil(err))
+	}
+	stopping := time.Now()
+	cancelRun()
+	select {
+	case err := <-runDone:
+		if err != nil {
+			return fmt.Errorf("%s failed while stopping: %w", a.Impl, err)
+		}
+	case <-time.After(a.StopTimeout):
+		return fmt.Errorf("%s did not return within %s of being asked to stop", a.Impl, a.StopTimeout)
+	}
+	if err := out.Encode(Message{Stopped: &Stop{Elapsed: time.Since(stopping)}}); err != nil {
+		return fmt.Errorf("could not report the stop: %w", err)
+	}
+	return nil
+}
+
+// errReturnedNil stands for a nil error from a Run that should not have
+// returned yet.
+var errReturnedNil = errors.New("returned nil")
+
+func errOrNil(err error) error {
+	if err == nil {
+		return errReturnedNil
+	}
+	return err
+}
+
+// wait waits for done, failing on a stop request, on the implementation's
+// Run returning, or after timeout; progress describes how far it got.
+func wait(stop context.Context, runDone <-chan error, timeout time.Duration, done <-chan struct{}, progress func() string) error {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return nil
+	case err := <-runDone:
+		return fmt.Errorf("the implementation's Run returned with %s: %w", progress(), errOrNil(err))
+	case <-timer.C:
+		return fmt.Errorf("timed out after %s with %s", timeout, progress())
+	case <-stop.Done():
+		return fmt.Errorf("asked to stop with %s", progress())
+	}
+}

@@ -1,0 +1,99 @@
+package child
+
+import (
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// requests counts the HTTP requests a child's clients make, by what they
+// ask for: method (WATCH for watch=true), path, the query parameters that
+// decide how a cache is filled, the media type asked for and the one
+// served. It shows whether each implementation streams its initial list
+// (sendInitialEvents=true, no LIST) and speaks protobuf.
+type requests struct {
+	mu     sync.Mutex
+	counts map[string]int
+}
+
+func newRequests() *requests { return &requests{counts: map[string]int{}} }
+
+// wrap is a rest.Config WrapTransport.
+func (r *requests) wrap(next http.RoundTripper) http.RoundTripper {
+	return roundTripper{next: next, r: r}
+}
+
+// snapshot returns "count× request" lines, sorted.
+func (r *requests) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	lines := make([]string, 0, len(r.counts))
+	for k, n := range r.counts {
+		lines = append(lines, strconv.Itoa(n)+"× "+k)
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+type roundTripper struct {
+	next http.RoundTripper
+	r    *requests
+}
+
+func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	served := "error"
+	if err == nil {
+		served = strconv.Itoa(resp.StatusCode) + " " + mediaType(resp.Header.Get("Content-Type"))
+	}
+	key := describe(req) + " -> " + served
+	t.r.mu.Lock()
+	t.r.counts[key]++
+	t.r.mu.Unlock()
+	return resp, err
+}
+
+// describe renders a request without its varying parts (timeouts,
+// resource versions, namespaces' names stay).
+func describe(req *http.Request) string {
+	q := req.URL.Query()
+	method := req.Method
+	if q.Get("watch") == "true" || q.Get("watch") == "1" {
+		method = "WATCH"
+	}
+	var params []string
+	for _, k := range []string{"sendInitialEvents", "allowWatchBookmarks", "resourceVersionMatch", "limit"} {
+		if v := q.Get(k); v != "" {
+			params = append(params, k+"="+v)
+		}
+	}
+	if q.Get("resourceVersion") != "" {
+		params = append(params, "resourceVersion=…")
+	}
+	s := method + " " + req.URL.Path
+	if len(params) > 0 {
+		s += "?" + strings.Join(params, "&")
+	}
+	return s + " accept=" + mediaType(req.Header.Get("Accept"))
+}
+
+// mediaType shortens the first media type of a header value:
+// "application/vnd.kubernetes.protobuf;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, ..."
+// becomes "protobuf;as=PartialObjectMetadata".
+func mediaType(v string) string {
+	if v == "" {
+		return "-"
+	}
+	first, _, _ := strings.Cut(v, ",")
+	parts := strings.Split(strings.TrimSpace(first), ";")
+	parts[0] = strings.TrimPrefix(strings.TrimPrefix(parts[0], "application/"), "vnd.kubernetes.")
+	kept := parts[:1]
+	for _, p := range parts[1:] {
+		if strings.HasPrefix(p, "as=") || strings.HasPrefix(p, "stream=") {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, ";")
+}

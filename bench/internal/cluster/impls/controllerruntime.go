@@ -1,0 +1,72 @@
+package impls
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// ControllerRuntime is sigs.k8s.io/controller-runtime v0.24.1 the way its
+// users run it: a manager (no metrics server, no health probes, no leader
+// election) and builder.ControllerManagedBy(mgr).For(&corev1.Pod{}) with 3
+// concurrent reconciles; the reconciler reads the pod with
+// mgr.GetClient().Get, which deep-copies it out of the manager's cache.
+//
+// It uses the classic client-go workqueue (UsePriorityQueue false): v0.24.1's
+// default priority queue can deadlock on shutdown (see bench/README.md).
+// Two controllers are two controllers in one manager: they share the
+// manager's cache (one informer) by design, and each has its own queue.
+type ControllerRuntime struct{}
+
+// Name implements Impl.
+func (ControllerRuntime) Name() string { return NameControllerRuntime }
+
+// Run implements Impl.
+func (ControllerRuntime) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) error {
+	mgr, err := manager.New(cfg, manager.Options{
+		Logger:                 logr.Discard(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+		Controller: config.Controller{
+			SkipNameValidation: ptr.To(true),
+			UsePriorityQueue:   ptr.To(false),
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("could not create the manager: %w", err)
+	}
+	for i, handle := range handlers {
+		reader := mgr.GetClient()
+		err := builder.ControllerManagedBy(mgr).
+			Named(fmt.Sprintf("bench-%d", i)).
+			For(&corev1.Pod{}).
+			WithOptions(controller.Options{MaxConcurrentReconciles: Workers}).
+			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				var pod corev1.Pod
+				if err := reader.Get(ctx, req.NamespacedName, &pod); err != nil {
+					return reconcile.Result{}, client.IgnoreNotFound(err)
+				}
+				handle(&pod)
+				return reconcile.Result{}, nil
+			}))
+		if err != nil {
+			return fmt.Errorf("could not build controller %d: %w", i, err)
+		}
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("the manager failed: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package impls
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Floor is the least a client-go controller does, as in
+// kubernetes/sample-controller: client-go's generated pod informer on the
+// typed clientset (protobuf, streamed initial list), a typed rate-limited
+// workqueue of keys (unnamed: no queue metrics) and workers that hand the
+// handler the cached object itself (no copy). Workers start once the
+// registration's HasSyncedChecker says the cache is filled (no polling).
+// Two controllers are two informers on one clientset.
+type Floor struct{}
+
+// Name implements Impl.
+func (Floor) Name() string { return NameFloor }
+
+// Run implements Impl.
+func (Floor) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) error {
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("could not create the clientset: %w", err)
+	}
+	return runEach(ctx, handlers, func(ctx context.Context, _ int, handle Handler) error {
+		informer := coreinformers.NewPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})
+		queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+		enqueue := func(obj any) {
+			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+				queue.Add(key)
+			}
+		}
+		reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    enqueue,
+			UpdateFunc: func(_, obj any) { enqueue(obj) },
+		})
+		if err != nil {
+			return fmt.Errorf("could not register the event handler: %w", err)
+		}
+		var informerDone, workers sync.WaitGroup
+		informerDone.Go(func() { informer.RunWithContext(ctx) })
+		if cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
+			indexer := informer.GetIndexer()
+			for range Workers {
+				workers.Go(func() {
+					for {
+						key, shutdown := queue.Get()
+						if shutdown {
+							return
+						}
+						if item, exists, err := indexer.GetByKey(key); err == nil && exists {
+							handle(item.(*corev1.Pod))
+						}
+						queue.Forget(key)
+						queue.Done(key)
+					}
+				})
+			}
+		}
+		<-ctx.Done()
+		queue.ShutDown()
+		workers.Wait()
+		informerDone.Wait()
+		return nil
+	})
+}

@@ -1,0 +1,85 @@
+// Package impls runs each compared controller implementation over every pod
+// of a real API server, one file per implementation, with the benchmark's
+// no-op handler.
+//
+// Every implementation runs 3 workers per controller with resync off and no
+// logging, reads pods through a typed client built from the same
+// rest.Config (protobuf, and client-go's streamed initial list where the
+// library lets client-go choose), and calls its controller's Handler once
+// per handled key with the object it would give user code.
+package impls
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"golang.org/x/sync/errgroup"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// Workers is how many workers every controller runs.
+const Workers = 3
+
+// Handler is one controller's handler: it gets the object (a *corev1.Pod,
+// or a *metav1.PartialObjectMetadata for a metadata-only cache).
+type Handler func(obj metav1.Object)
+
+// Impl is one controller implementation under test.
+type Impl interface {
+	// Name identifies the implementation in flags and reports.
+	Name() string
+	// Run runs one controller per handler in this process, over every pod
+	// of the cluster cfg points at, until ctx is done. It returns once the
+	// library's Run (or Start) returned for every controller.
+	Run(ctx context.Context, cfg *rest.Config, handlers []Handler) error
+}
+
+// Names of the implementations, in report order.
+const (
+	NameKooper           = "kooper"
+	NameKooperDuringSync = "kooper-during-sync"
+	NameKooperMetadata   = "kooper-metadata"
+	NameKooperNoCopy     = "kooper-nocopy"
+	// NameKooperShared is two controllers on one shared informer; with one
+	// handler it is one controller on a shared informer.
+	NameKooperShared      = "kooper-shared"
+	NameKooperV2          = "kooper-v2"
+	NameControllerRuntime = "controller-runtime"
+	NameFloor             = "floor"
+)
+
+// All returns every implementation, in report order.
+func All() []Impl {
+	return []Impl{
+		Kooper{},
+		Kooper{HandleDuringSync: true},
+		Kooper{Metadata: true},
+		Kooper{DisableDeepCopy: true},
+		Kooper{Shared: true},
+		KooperV2{},
+		ControllerRuntime{},
+		Floor{},
+	}
+}
+
+// Get returns the implementation named name.
+func Get(name string) (Impl, error) {
+	all := All()
+	i := slices.IndexFunc(all, func(impl Impl) bool { return impl.Name() == name })
+	if i < 0 {
+		return nil, fmt.Errorf("unknown implementation %q", name)
+	}
+	return all[i], nil
+}
+
+// runEach runs run for every handler concurrently and returns once all
+// returned: the first error cancels the others.
+func runEach(ctx context.Context, handlers []Handler, run func(ctx context.Context, i int, h Handler) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for i, h := range handlers {
+		g.Go(func() error { return run(gctx, i, h) })
+	}
+	return g.Wait()
+}

@@ -1,0 +1,100 @@
+package impls
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+)
+
+// Kooper is this repository's controller. The zero value is its defaults
+// (no logger, no metrics recorder, managedFields dropped from the cache, a
+// deep copy per handling, workers started once the cache is complete) over
+// controller.NewRetriever on the typed pods client; the fields switch on
+// one option each. Two controllers are two independent controllers (two
+// informers, two queues) on one clientset, unless Shared.
+type Kooper struct {
+	// DisableDeepCopy hands the handler the cached object (read-only use).
+	DisableDeepCopy bool
+	// HandleDuringSync starts handling while the initial list streams in.
+	HandleDuringSync bool
+	// Metadata caches metadata only (controller.NewMetadataRetriever):
+	// the handler gets *metav1.PartialObjectMetadata.
+	Metadata bool
+	// Shared gives every controller one controller.Shared retriever: one
+	// informer feeding one queue per controller.
+	Shared bool
+}
+
+// Name implements Impl.
+func (k Kooper) Name() string {
+	switch {
+	case k.DisableDeepCopy:
+		return NameKooperNoCopy
+	case k.HandleDuringSync:
+		return NameKooperDuringSync
+	case k.Metadata:
+		return NameKooperMetadata
+	case k.Shared:
+		return NameKooperShared
+	}
+	return NameKooper
+}
+
+// Run implements Impl.
+func (k Kooper) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) error {
+	retriever, err := k.retriever(cfg)
+	if err != nil {
+		return err
+	}
+	if k.Shared {
+		s, err := controller.NewShared(controller.SharedConfig{Retriever: retriever})
+		if err != nil {
+			return fmt.Errorf("could not create the shared cache: %w", err)
+		}
+		retriever = s
+	}
+	return runEach(ctx, handlers, func(ctx context.Context, i int, handle Handler) error {
+		c, err := controller.New(controller.Config{
+			Name: fmt.Sprintf("bench-%d", i),
+			Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+				handle(obj.(metav1.Object))
+				return nil
+			}),
+			Retriever:        retriever,
+			DisableResync:    true,
+			DisableDeepCopy:  k.DisableDeepCopy,
+			HandleDuringSync: k.HandleDuringSync,
+		})
+		if err != nil {
+			return fmt.Errorf("could not create the controller: %w", err)
+		}
+		return c.Run(ctx)
+	})
+}
+
+// retriever is what the docs show: NewRetriever over the typed pods
+// client, or NewMetadataRetriever over the metadata client. It holds no
+// state, so independent controllers can each use it.
+func (k Kooper) retriever(cfg *rest.Config) (controller.Retriever, error) {
+	if k.Metadata {
+		md, err := metadata.NewForConfig(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("could not create the metadata client: %w", err)
+		}
+		return controller.NewMetadataRetriever(md, corev1.SchemeGroupVersion.WithResource("pods"), metav1.NamespaceAll), nil
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("could not create the clientset: %w", err)
+	}
+	pods := client.CoreV1().Pods(metav1.NamespaceAll)
+	return controller.NewRetriever(client, pods.List, pods.Watch), nil
+}

@@ -1,0 +1,361 @@
+// Package runner is the benchmark's parent process. It starts a local
+// control plane (kooper/devcluster: etcd and kube-apiserver), seeds the
+// pods once, then runs every scenario of every implementation in a fresh
+// child process (package child) per round, alternating the order (odd
+// rounds reversed), and churns the pods when a child says it is ready.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/kooperkit/kooper/bench/internal/cluster/child"
+	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
+	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+// Namespace holds the seeded pods.
+const Namespace = "bench"
+
+// SingleImpls run scenarios 1 and 2 (one controller), in report order.
+var SingleImpls = []string{
+	impls.NameKooper, impls.NameKooperDuringSync, impls.NameKooperMetadata, impls.NameKooperNoCopy,
+	impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
+}
+
+// PairImpls run scenario 3 (two controllers on pods), in report order.
+var PairImpls = []string{
+	impls.NameKooper, impls.NameKooperShared, impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
+}
+
+// Scenarios selects what runs.
+type Scenarios struct {
+	// Sync is scenario 1, the initial sync of the seeded pods.
+	Sync bool `json:"sync"`
+	// Churn is scenario 2, updates handled after the sync (same child).
+	Churn bool `json:"churn"`
+	// Pair is scenario 3, two controllers on pods in one process.
+	Pair bool `json:"pair"`
+}
+
+// ParseScenarios parses a comma-separated list of sync, churn and pair (or
+// 1, 2 and 3).
+func ParseScenarios(list string) (Scenarios, error) {
+	var s Scenarios
+	for name := range strings.SplitSeq(list, ",") {
+		switch strings.TrimSpace(name) {
+		case "sync", "1":
+			s.Sync = true
+		case "churn", "2":
+			s.Churn = true
+		case "pair", "3":
+			s.Pair = true
+		default:
+			return Scenarios{}, fmt.Errorf("unknown scenario %q, want sync, churn or pair (1, 2, 3)", name)
+		}
+	}
+	return s, nil
+}
+
+// Options configures a benchmark.
+type Options struct {
+	// Pods seeded before the rounds. Default 10,000.
+	Pods int
+	// Updates made in each churn run, to that many distinct pods. Default
+	// 5,000; at most Pods.
+	Updates int
+	// Rounds; each runs every selected implementation once per scenario.
+	// Default 4.
+	Rounds int
+	// Impls names the implementations to run; empty means all that exist.
+	Impls []string
+	// Scenarios selects what runs. The zero value runs all three.
+	Scenarios Scenarios
+	// Warmup is how many uncounted sync-only runs of the first
+	// implementation precede round 1, so that no implementation meets an API
+	// server still busy with the seeding. Default 1; negative for none.
+	Warmup int
+	// Settle is the pause before each run, so that the API server is done
+	// with the previous run's writes and watch. Default 1s; negative for
+	// none.
+	Settle time.Duration
+	// Timeout bounds each child's sync and then its churn. Default 5 minutes.
+	Timeout time.Duration
+	// StopTimeout bounds how long a child's Run may take to return once
+	// asked to stop. Default 20 seconds.
+	StopTimeout time.Duration
+	// ChurnWriters is how many updates the parent keeps in flight while
+	// churning. Default pods.DefaultChurnWriters.
+	ChurnWriters int
+	// Exe is the binary children run, with a child command line (its main
+	// must hand that to child.Main). Default: this process's executable.
+	Exe string
+	// Progress receives progress lines (seeding, one per run). Default
+	// io.Discard.
+	Progress io.Writer
+}
+
+func (o *Options) defaults() error {
+	if o.Pods <= 0 {
+		o.Pods = 10000
+	}
+	if o.Updates < 0 {
+		o.Updates = 0
+	}
+	if o.Updates == 0 && o.Scenarios.Churn {
+		o.Updates = 5000
+	}
+	if o.Updates > o.Pods {
+		return fmt.Errorf("%d updates to distinct pods need at least as many pods, not %d", o.Updates, o.Pods)
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 4
+	}
+	if o.Scenarios == (Scenarios{}) {
+		o.Scenarios = Scenarios{Sync: true, Churn: true, Pair: true}
+	}
+	if !o.Scenarios.Churn {
+		o.Updates = 0
+	}
+	if o.Warmup == 0 {
+		o.Warmup = 1
+	}
+	if o.Settle == 0 {
+		o.Settle = time.Second
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 5 * time.Minute
+	}
+	if o.StopTimeout <= 0 {
+		o.StopTimeout = 20 * time.Second
+	}
+	if o.ChurnWriters <= 0 {
+		o.ChurnWriters = pods.DefaultChurnWriters
+	}
+	if o.Progress == nil {
+		o.Progress = io.Discard
+	}
+	if o.Exe == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("could not find this program's executable: %w", err)
+		}
+		o.Exe = exe
+	}
+	for _, name := range o.Impls {
+		if _, err := impls.Get(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Results are everything a benchmark measured.
+type Results struct {
+	Pods    int `json:"pods"`
+	Updates int `json:"updates"`
+	// ChurnWriters is how many updates were in flight while churning.
+	ChurnWriters int       `json:"churnWriters"`
+	Rounds       int       `json:"rounds"`
+	Scenarios    Scenarios `json:"scenarios"`
+	// SingleImpls and PairImpls ran scenarios 1-2 and 3, in report order.
+	SingleImpls []string `json:"singleImpls"`
+	PairImpls   []string `json:"pairImpls"`
+	// PodSize is a seeded pod's average size on the wire.
+	PodSize pods.Sizes `json:"podSize"`
+	// PodsAtEnd counts the namespace's pods after the last run: nothing
+	// deleted them.
+	PodsAtEnd  int    `json:"podsAtEnd"`
+	GOMAXPROCS int    `json:"gomaxprocs"`
+	GoVersion  string `json:"goVersion"`
+	// LoadStart and LoadEnd are /proc/loadavg's 1, 5, 15 minute averages.
+	LoadStart string        `json:"loadStart"`
+	LoadEnd   string        `json:"loadEnd"`
+	Seeding   time.Duration `json:"seeding"`
+	Runs      []Record      `json:"runs"`
+}
+
+// Failed returns the runs that failed.
+func (r Results) Failed() []Record {
+	var failed []Record
+	for _, run := range r.Runs {
+		if run.Err != "" {
+			failed = append(failed, run)
+		}
+	}
+	return failed
+}
+
+// Record is one child process: one implementation, one scenario, one round.
+type Record struct {
+	Impl     string `json:"impl"`
+	Scenario string `json:"scenario"` // child.Single or child.Pair
+	Round    int    `json:"round"`    // from 1; 0 for a warm-up
+	// Sync, Churn and Stop are what the child reported.
+	Sync  *child.Sync  `json:"sync,omitempty"`
+	Churn *child.Churn `json:"churn,omitempty"`
+	Stop  *child.Stop  `json:"stop,omitempty"`
+	// ChurnSend is how long the parent took to send the updates.
+	ChurnSend time.Duration `json:"churnSend,omitempty"`
+	// TotalCPU is the child's user+system CPU over its whole life.
+	TotalCPU time.Duration `json:"totalCPU"`
+	// Err says why the run failed; empty for a run that completed.
+	Err string `json:"err,omitempty"`
+}
+
+// Run starts a control plane, seeds it, runs the rounds and stops it. An
+// error means the benchmark could not run at all; failed runs are in
+// Results.Failed.
+func Run(ctx context.Context, o Options) (Results, error) {
+	if err := o.defaults(); err != nil {
+		return Results{}, err
+	}
+	res := Results{
+		Pods: o.Pods, Updates: o.Updates, ChurnWriters: o.ChurnWriters, Rounds: o.Rounds, Scenarios: o.Scenarios,
+		GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+	}
+	if o.Scenarios.Sync || o.Scenarios.Churn {
+		res.SingleImpls = selectImpls(SingleImpls, o.Impls)
+	}
+	if o.Scenarios.Pair {
+		res.PairImpls = selectImpls(PairImpls, o.Impls)
+	}
+	if len(res.SingleImpls)+len(res.PairImpls) == 0 {
+		return Results{}, errors.New("no implementation runs the selected scenarios")
+	}
+
+	cluster, err := devcluster.Start(ctx, devcluster.Options{Progress: o.Progress})
+	if err != nil {
+		return Results{}, fmt.Errorf("could not start the control plane: %w", err)
+	}
+	defer func() { _ = cluster.Stop() }()
+	client, err := pods.WriteClient(cluster.Config())
+	if err != nil {
+		return Results{}, err
+	}
+
+	began := time.Now()
+	if err := pods.Seed(ctx, client, Namespace, o.Pods, o.Progress); err != nil {
+		return Results{}, err
+	}
+	res.Seeding = time.Since(began)
+	if n, err := pods.Count(ctx, client, Namespace); err != nil {
+		return Results{}, err
+	} else if n != o.Pods {
+		return Results{}, fmt.Errorf("seeded %d pods but the namespace holds %d", o.Pods, n)
+	}
+	if res.PodSize, err = pods.MeasureSizes(ctx, client, Namespace, min(o.Pods, 100)); err != nil {
+		return Results{}, err
+	}
+	fmt.Fprintf(o.Progress, "seeded %d pods in %s: %.0f bytes as JSON, %.0f as protobuf on average\n",
+		o.Pods, res.Seeding.Round(time.Millisecond), res.PodSize.JSON, res.PodSize.Protobuf)
+
+	r := &runner{o: o, client: client, kubeconfig: cluster.KubeconfigPath()}
+	first := append(slices.Clone(res.SingleImpls), res.PairImpls...)[0]
+	for range max(o.Warmup, 0) {
+		run := r.run(ctx, first, child.Single, 0, 0)
+		fmt.Fprintln(o.Progress, describe(run, o.Rounds))
+		if run.Err != "" {
+			res.Runs = append(res.Runs, run) // failed: listed, never counted
+		}
+	}
+	res.LoadStart = LoadAverage()
+	for round := range o.Rounds {
+		for _, s := range []struct {
+			scenario string
+			impls    []string
+		}{{child.Single, res.SingleImpls}, {child.Pair, res.PairImpls}} {
+			order := slices.Clone(s.impls)
+			if round%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, impl := range order {
+				if ctx.Err() != nil {
+					return res, fmt.Errorf("interrupted: %w", context.Cause(ctx))
+				}
+				run := r.run(ctx, impl, s.scenario, round+1, o.Updates)
+				fmt.Fprintln(o.Progress, describe(run, o.Rounds))
+				res.Runs = append(res.Runs, run)
+			}
+		}
+	}
+	res.LoadEnd = LoadAverage()
+	if res.PodsAtEnd, err = pods.Count(ctx, client, Namespace); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// selectImpls returns the names of set that exist and were asked for
+// (every existing one when only is empty), in set's order.
+func selectImpls(set, only []string) []string {
+	var names []string
+	for _, name := range set {
+		if _, err := impls.Get(name); err != nil {
+			continue // not built yet
+		}
+		if len(only) == 0 || slices.Contains(only, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+type runner struct {
+	o          Options
+	client     kubernetes.Interface
+	kubeconfig string
+	runs       int
+}
+
+// describe is a run's progress line.
+func describe(run Record, rounds int) string {
+	var b strings.Builder
+	if run.Round == 0 {
+		fmt.Fprintf(&b, "warm-up   %-6s %-20s", run.Scenario, run.Impl)
+	} else {
+		fmt.Fprintf(&b, "round %d/%d %-6s %-20s", run.Round, rounds, run.Scenario, run.Impl)
+	}
+	if s := run.Sync; s != nil {
+		fmt.Fprintf(&b, " sync %7.3fs cpu %6.2fs heap %6.0f B/pod rss %4.0f MB peak %4.0f MB",
+			s.Elapsed.Seconds(), s.CPU.Seconds(), s.HeapPerPod, mb(s.RSS), mb(s.PeakRSS))
+	}
+	if c := run.Churn; c != nil {
+		fmt.Fprintf(&b, " | churn p50 %5.1fms p99 %6.1fms cpu %5.2fs (sent in %.2fs)",
+			ms(c.P50), ms(c.P99), c.CPU.Seconds(), run.ChurnSend.Seconds())
+	}
+	if s := run.Stop; s != nil {
+		fmt.Fprintf(&b, " | stop %.2fs", s.Elapsed.Seconds())
+	}
+	if run.Err != "" {
+		fmt.Fprintf(&b, " FAILED: %s", run.Err)
+	}
+	return b.String()
+}
+
+func mb(b uint64) float64        { return float64(b) / (1 << 20) }
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// LoadAverage reports how busy the machine is: the 1, 5 and 15 minute load
+// averages, or "unknown".
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
