@@ -81,12 +81,14 @@ type Config struct {
 	// filling, a handler that reads other objects from a cache (this
 	// controller's List, another controller's, a lister) may not find
 	// objects that exist. HasSynced and List still wait for the full sync.
-	// Each object is still handled once for the initial list. It costs a
-	// copy of each object while the list streams: client-go hands the
-	// streamed objects to the cache only at the end, so the controller
-	// keeps its own copy until then. With a Shared retriever, or when the
-	// API server cannot stream lists, handling starts as objects enter the
-	// cache. Default false: handling starts once the cache is complete.
+	// Each object is still handled once for the initial list, and
+	// Transform still runs once per object: client-go hands a streamed list
+	// to the cache only at its end, so the controller taps the stream and
+	// queues each object as it arrives. On a CPU-bound client it saves
+	// little (bench/README.md); it pays when handlers wait on I/O. With a
+	// Shared retriever, or when the API server cannot stream lists,
+	// handling starts as objects enter the cache. Default false: handling
+	// starts once the cache is complete.
 	HandleDuringSync bool
 	// HandleDeleted also calls the handler once for each object deleted
 	// from the cache, with a *Deleted holding its last known state. It is
