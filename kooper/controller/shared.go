@@ -101,34 +101,41 @@ const resyncCheckPeriod = time.Second
 func (s *Shared) join(ctx context.Context, h cache.ResourceEventHandler, opts cache.HandlerOptions, onWatchError cache.WatchErrorHandlerWithContext) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, func(), error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	start := s.users == 0
-	if start {
+	informer := s.informer
+	if s.users == 0 {
 		runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		informer, err := newInformer(runCtx, listerWatcher{ctx: runCtx, r: s.cfg.Retriever}, resyncCheckPeriod, cacheTransform(s.cfg.Transform, s.cfg.KeepManagedFields), onWatchError)
+		var err error
+		informer, err = newInformer(runCtx, listerWatcher{ctx: runCtx, r: s.cfg.Retriever}, resyncCheckPeriod, cacheTransform(s.cfg.Transform, s.cfg.KeepManagedFields), onWatchError)
 		if err != nil {
 			stop()
 			return nil, nil, nil, err
 		}
-		s.informer, s.stop, s.stopped = informer, stop, make(chan struct{})
-		defer func() {
-			// Started after the first handler is added, so that handler
-			// receives the initial objects as they arrive.
-			stopped := s.stopped
-			go func() {
-				defer close(stopped)
-				informer.RunWithContext(runCtx)
-			}()
-		}()
-	}
-	reg, err := s.informer.AddEventHandlerWithOptions(h, opts)
-	if err != nil {
-		if start {
-			s.stop()
+		// The first handler is added before the informer starts, so it
+		// receives the initial objects as they arrive.
+		reg, err := informer.AddEventHandlerWithOptions(h, opts)
+		if err != nil {
+			stop()
+			return nil, nil, nil, fmt.Errorf("could not register the event handler: %w", err)
 		}
+		stopped := make(chan struct{})
+		go func() {
+			defer close(stopped)
+			informer.RunWithContext(runCtx)
+		}()
+		s.informer, s.stop, s.stopped = informer, stop, stopped
+		return s.joined(informer, reg)
+	}
+	reg, err := informer.AddEventHandlerWithOptions(h, opts)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("could not register the event handler: %w", err)
 	}
+	return s.joined(informer, reg)
+}
+
+// joined counts a new user of informer, with s.mu held, and returns what
+// join returns.
+func (s *Shared) joined(informer cache.SharedIndexInformer, reg cache.ResourceEventHandlerRegistration) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, func(), error) {
 	s.users++
-	informer := s.informer
 	var once sync.Once
 	leave := func() { once.Do(func() { s.leave(informer, reg) }) }
 	return informer, reg, leave, nil

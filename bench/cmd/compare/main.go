@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kooperkit/kooper/bench/internal/cluster/proc"
 	"github.com/kooperkit/kooper/bench/internal/harness"
 	"github.com/kooperkit/kooper/bench/internal/impls"
 )
@@ -43,7 +44,7 @@ func main() {
 	fmt.Printf("%d objects, %d updates, %d rounds (+%d warm-up runs), %s source, GOMAXPROCS %d, %s\n\n",
 		*objects, *updates, *rounds, *warmup, mode, runtime.GOMAXPROCS(0), runtime.Version())
 
-	fmt.Printf("load average at start: %s\n", loadAverage())
+	fmt.Printf("load average at start: %s\n", proc.LoadAverage())
 	cfg := harness.Config{Objects: *objects, Updates: *updates, DisableWatchList: *disableWatchList, Timeout: *timeout}
 	results := map[string][]harness.Result{}
 	failed := false
@@ -83,7 +84,7 @@ func main() {
 			s.Impl, s.EventsPerSec, fmt.Sprintf("(%.0f-%.0f)", s.MinEventsPerSec, s.MaxEventsPerSec), s.AllocsPerEvent, s.Elapsed.Round(time.Millisecond), s.HandlerCalls, s.Runs)
 	}
 
-	fmt.Printf("load average at end: %s\n\n", loadAverage())
+	fmt.Printf("load average at end: %s\n\n", proc.LoadAverage())
 	for _, t := range []struct {
 		what, a, b string
 		target     float64
@@ -109,20 +110,6 @@ func main() {
 		// A run that failed (hang, missed version, leak) is an error, unlike a missed target.
 		os.Exit(1)
 	}
-}
-
-// loadAverage reports how busy the machine was (others may be compiling):
-// the 1, 5 and 15 minute load averages, or "unknown".
-func loadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func names(all []impls.Impl) []string {

@@ -2,6 +2,7 @@ package impls
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,15 @@ func (Floor) Name() string { return NameFloor }
 // Run implements Impl.
 func (Floor) Run(ctx context.Context, src *controllertest.Retriever, handle func(runtime.Object)) error {
 	informer := cache.NewSharedIndexInformerWithOptions(src.ListerWatcher(), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
+	return RunFloor(ctx, informer, handle)
+}
+
+// RunFloor is the floor's loop over any informer not yet started: it runs
+// informer, waits for its sync on the registration's HasSyncedChecker (no
+// polling), then hands each queued key's cached object to handle with
+// Workers workers until ctx is done, and returns once all have stopped.
+// The benchmark on a real control plane runs the same loop.
+func RunFloor(ctx context.Context, informer cache.SharedIndexInformer, handle func(runtime.Object)) error {
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
 	enqueue := func(obj any) {
 		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
@@ -35,7 +45,7 @@ func (Floor) Run(ctx context.Context, src *controllertest.Retriever, handle func
 		UpdateFunc: func(_, obj any) { enqueue(obj) },
 	})
 	if err != nil {
-		return err
+		return fmt.Errorf("could not register the event handler: %w", err)
 	}
 	var informerDone, workers sync.WaitGroup
 	informerDone.Go(func() { informer.RunWithContext(ctx) })

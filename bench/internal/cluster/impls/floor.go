@@ -3,15 +3,16 @@ package impls
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
+
+	memimpls "github.com/kooperkit/kooper/bench/internal/impls"
 )
 
 // Floor is the least a client-go controller does, as in
@@ -34,43 +35,6 @@ func (Floor) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) erro
 	}
 	return runEach(ctx, handlers, func(ctx context.Context, _ int, handle Handler) error {
 		informer := coreinformers.NewPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})
-		queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
-		enqueue := func(obj any) {
-			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
-				queue.Add(key)
-			}
-		}
-		reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    enqueue,
-			UpdateFunc: func(_, obj any) { enqueue(obj) },
-		})
-		if err != nil {
-			return fmt.Errorf("could not register the event handler: %w", err)
-		}
-		var informerDone, workers sync.WaitGroup
-		informerDone.Go(func() { informer.RunWithContext(ctx) })
-		if cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
-			indexer := informer.GetIndexer()
-			for range Workers {
-				workers.Go(func() {
-					for {
-						key, shutdown := queue.Get()
-						if shutdown {
-							return
-						}
-						if item, exists, err := indexer.GetByKey(key); err == nil && exists {
-							handle(item.(*corev1.Pod))
-						}
-						queue.Forget(key)
-						queue.Done(key)
-					}
-				})
-			}
-		}
-		<-ctx.Done()
-		queue.ShutDown()
-		workers.Wait()
-		informerDone.Wait()
-		return nil
+		return memimpls.RunFloor(ctx, informer, func(obj runtime.Object) { handle(obj.(*corev1.Pod)) })
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -78,4 +79,18 @@ func parseStatus(b []byte) (Memory, error) {
 		return Memory{}, fmt.Errorf("no VmRSS or VmHWM in /proc/self/status")
 	}
 	return m, nil
+}
+
+// LoadAverage reports how busy the machine is (others may be compiling):
+// the 1, 5 and 15 minute load averages, or "unknown".
+func LoadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }

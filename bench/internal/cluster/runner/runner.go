@@ -21,6 +21,7 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/child"
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
+	"github.com/kooperkit/kooper/bench/internal/cluster/proc"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
@@ -269,7 +270,7 @@ func Run(ctx context.Context, o Options) (Results, error) {
 			res.Runs = append(res.Runs, run) // failed: listed, never counted
 		}
 	}
-	res.LoadStart = LoadAverage()
+	res.LoadStart = proc.LoadAverage()
 	for round := range o.Rounds {
 		for _, s := range []struct {
 			scenario string
@@ -289,7 +290,7 @@ func Run(ctx context.Context, o Options) (Results, error) {
 			}
 		}
 	}
-	res.LoadEnd = LoadAverage()
+	res.LoadEnd = proc.LoadAverage()
 	if res.PodsAtEnd, err = pods.Count(ctx, client, Namespace); err != nil {
 		return res, err
 	}
@@ -345,17 +346,3 @@ func describe(run Record, rounds int) string {
 
 func mb(b uint64) float64        { return float64(b) / (1 << 20) }
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-// LoadAverage reports how busy the machine is: the 1, 5 and 15 minute load
-// averages, or "unknown".
-func LoadAverage() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "unknown"
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "unknown"
-	}
-	return strings.Join(f[:3], " ")
-}
