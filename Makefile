@@ -103,7 +103,7 @@ bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare
 	cd bench && $(GO) run ./cmd/compare -rounds 9
 
 .PHONY: bench-cluster
-bench-cluster: ## The same peers on a local control plane: 10,000 pods, 5,000 updates, 4 rounds (about 25 minutes); writes docs/img/bench-cluster.png.
+bench-cluster: ## The same peers on a local control plane: 10,000 pods, 5,000 updates, 4 rounds (about 28 minutes); writes docs/img/bench-cluster.png.
 	@$(MAKE) --no-print-directory controlplane
 	cd bench && $(GO) run ./cmd/cluster -png ../docs/img/bench-cluster.png
 

@@ -69,6 +69,7 @@ func parseFlags(args []string) (runner.Options, outputs, error) {
 	fs.StringVar(&scenarios, "scenarios", "sync,churn,pair", "comma-separated scenarios: sync (1), churn (2), pair (3)")
 	fs.IntVar(&o.Warmup, "warmup", 1, "uncounted sync-only runs of the first implementation before round 1 (0 for none)")
 	fs.IntVar(&o.ChurnWriters, "churn-writers", pods.DefaultChurnWriters, "updates in flight while churning (more only queue in the API server)")
+	fs.DurationVar(&o.HandlerDelay, "handler-delay", 0, "sleep this long in every handling, for every implementation (a handler waiting on I/O; 0: no-op)")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "fail a run whose pods are not all handled in this time (sync, then churn)")
 	fs.StringVar(&out.png, "png", "", "write a PNG chart of the key ratios to this path")
 	fs.StringVar(&out.json, "json", "", "write the raw results as JSON to this path")

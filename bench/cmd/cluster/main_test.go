@@ -130,6 +130,8 @@ func checkRun(t *testing.T, r runner.Record, pods, updates int) {
 		t.Errorf("%s: got %d controllers on %d pods, want %d on %d", name, s.Controllers, s.Pods, controllers, pods)
 	case s.Elapsed <= 0 || s.CPU <= 0 || s.HeapPerPod <= 0 || s.RSS == 0 || s.PeakRSS < s.RSS:
 		t.Errorf("%s: got sync %+v, want positive time, CPU, heap and RSS, and peak >= RSS", name, *s)
+	case s.FirstHandled <= 0 || s.FirstHandled > s.Elapsed || s.GCCPU < 0:
+		t.Errorf("%s: got first handling after %s and the last after %s (GC CPU %s), want 0 < first <= last and GC CPU >= 0", name, s.FirstHandled, s.Elapsed, s.GCCPU)
 	case s.HandlerCalls < int64(pods*controllers):
 		t.Errorf("%s: got %d handler calls, want at least %d (every pod, every controller)", name, s.HandlerCalls, pods*controllers)
 	case len(s.Requests) == 0:

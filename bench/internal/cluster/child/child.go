@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -71,6 +72,9 @@ type Args struct {
 	Updates int
 	// Token is the run's churn token.
 	Token string
+	// HandlerDelay is slept in every handling after recording it: a
+	// handler that waits on I/O (0: the no-op handler).
+	HandlerDelay time.Duration
 	// Timeout bounds the wait for Synced and then for Churned.
 	Timeout time.Duration
 	// StopTimeout bounds the wait for Run to return once asked to stop.
@@ -81,7 +85,7 @@ type Args struct {
 func (a Args) CommandLine() []string {
 	return []string{Flag, a.Impl, "-scenario", a.Scenario, "-kubeconfig", a.Kubeconfig,
 		"-pods", fmt.Sprint(a.Pods), "-updates", fmt.Sprint(a.Updates), "-token", a.Token,
-		"-timeout", a.Timeout.String(), "-stop-timeout", a.StopTimeout.String()}
+		"-handler-delay", a.HandlerDelay.String(), "-timeout", a.Timeout.String(), "-stop-timeout", a.StopTimeout.String()}
 }
 
 // IsChild reports whether args (os.Args[1:]) are a child's command line.
@@ -97,6 +101,7 @@ func parse(args []string) (Args, error) {
 	fs.IntVar(&a.Pods, "pods", 0, "seeded pods")
 	fs.IntVar(&a.Updates, "updates", 0, "churned pods")
 	fs.StringVar(&a.Token, "token", "", "churn token")
+	fs.DurationVar(&a.HandlerDelay, "handler-delay", 0, "sleep in every handling")
 	fs.DurationVar(&a.Timeout, "timeout", 5*time.Minute, "bound on sync and on churn")
 	fs.DurationVar(&a.StopTimeout, "stop-timeout", 20*time.Second, "bound on Run returning")
 	if err := fs.Parse(args); err != nil {
@@ -127,8 +132,15 @@ type Sync struct {
 	Pods        int `json:"pods"`
 	// Elapsed is time-to-all-handled: t0 until the last pod's first handling.
 	Elapsed time.Duration `json:"elapsed"`
+	// FirstHandled is t0 until the first pod's first handling: for a
+	// controller that waits for a full cache, when its cache was complete.
+	FirstHandled time.Duration `json:"firstHandled"`
 	// CPU is the process's user+system CPU from t0 to then.
 	CPU time.Duration `json:"cpu"`
+	// GCs and GCCPU are the collector's automatic cycles and its CPU
+	// estimate from t0 to then (proc.ReadGC).
+	GCs   uint64        `json:"gcs"`
+	GCCPU time.Duration `json:"gcCPU"`
 	// HeapPerPod is the settled heap (two GCs) then, minus the settled heap
 	// just before t0, divided by Pods.
 	HeapPerPod float64 `json:"heapPerPod"`
@@ -149,6 +161,12 @@ type Churn struct {
 	Elapsed time.Duration `json:"elapsed"`
 	// CPU is the process's user+system CPU over Elapsed.
 	CPU time.Duration `json:"cpu"`
+	// GCs and GCCPU are the collector's automatic cycles and its CPU
+	// estimate over Elapsed (proc.ReadGC). Every child starts churning
+	// right after two forced collections, so a smaller cache reaches its
+	// next automatic collection after less garbage.
+	GCs   uint64        `json:"gcs"`
+	GCCPU time.Duration `json:"gcCPU"`
 	// P50, P99 and Max are of the latencies: handling time minus the
 	// parent's send time (in the pod's annotation).
 	P50 time.Duration `json:"p50"`
@@ -213,6 +231,13 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 	for i := range trackers {
 		trackers[i] = track.New(a.Pods, updates, a.Token)
 		handlers[i] = trackers[i].Handle
+		if d := a.HandlerDelay; d > 0 {
+			tr := trackers[i]
+			handlers[i] = func(obj metav1.Object) {
+				tr.Handle(obj)
+				time.Sleep(d)
+			}
+		}
 	}
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
@@ -224,6 +249,11 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 	if err != nil {
 		return err
 	}
+	prof, err := startProfile(a, "sync")
+	if err != nil {
+		return err
+	}
+	gc0 := proc.ReadGC()
 	t0 := time.Now()
 	go func() { runDone <- impl.Run(runCtx, rest.CopyConfig(cfg), handlers) }()
 
@@ -239,11 +269,18 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 	if err != nil {
 		return err
 	}
-	var last time.Time
+	gc1 := proc.ReadGC().Sub(gc0)
+	if err := prof.stop(); err != nil {
+		return err
+	}
+	var first, last time.Time
 	var calls int64
 	for _, tr := range trackers {
 		if at := tr.AllSeenAt(); at.After(last) {
 			last = at
+		}
+		if at := tr.FirstSeenAt(); first.IsZero() || at.Before(first) {
+			first = at
 		}
 		calls += tr.Calls()
 	}
@@ -256,7 +293,10 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 		Controllers:  controllers,
 		Pods:         a.Pods,
 		Elapsed:      last.Sub(t0),
+		FirstHandled: first.Sub(t0),
 		CPU:          cpu1 - cpu0,
+		GCs:          gc1.Cycles,
+		GCCPU:        gc1.CPU,
 		HeapPerPod:   (float64(heap1) - float64(heap0)) / float64(a.Pods),
 		RSS:          mem.RSS,
 		PeakRSS:      mem.Peak,
@@ -270,6 +310,10 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 		if err != nil {
 			return err
 		}
+		if prof, err = startProfile(a, "churn"); err != nil {
+			return err
+		}
+		gcReady := proc.ReadGC()
 		callsReady, ready := tr.Calls(), time.Now()
 		if err := out.Encode(Message{Synced: &synced}); err != nil {
 			return fmt.Errorf("could not report the sync: %w", err)
@@ -282,11 +326,17 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 		if err != nil {
 			return err
 		}
+		gcChurn := proc.ReadGC().Sub(gcReady)
+		if err := prof.stop(); err != nil {
+			return err
+		}
 		ls := tr.Latencies()
 		if err := out.Encode(Message{Churned: &Churn{
 			Updates:      updates,
 			Elapsed:      elapsed,
 			CPU:          cpuDone - cpuReady,
+			GCs:          gcChurn.Cycles,
+			GCCPU:        gcChurn.CPU,
 			P50:          track.Percentile(ls, 0.50),
 			P99:          track.Percentile(ls, 0.99),
 			Max:          slices.Max(ls),

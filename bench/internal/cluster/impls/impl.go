@@ -42,6 +42,8 @@ const (
 	NameKooperDuringSync = "kooper-during-sync"
 	NameKooperMetadata   = "kooper-metadata"
 	NameKooperNoCopy     = "kooper-nocopy"
+	// NameKooperDuringSyncNoCopy is both HandleDuringSync and DisableDeepCopy.
+	NameKooperDuringSyncNoCopy = "kooper-during-sync-nocopy"
 	// NameKooperShared is two controllers on one shared informer; with one
 	// handler it is one controller on a shared informer.
 	NameKooperShared      = "kooper-shared"
@@ -57,6 +59,7 @@ func All() []Impl {
 		Kooper{HandleDuringSync: true},
 		Kooper{Metadata: true},
 		Kooper{DisableDeepCopy: true},
+		Kooper{HandleDuringSync: true, DisableDeepCopy: true},
 		Kooper{Shared: true},
 		KooperV2{},
 		ControllerRuntime{},

@@ -36,6 +36,8 @@ type Kooper struct {
 // Name implements Impl.
 func (k Kooper) Name() string {
 	switch {
+	case k.DisableDeepCopy && k.HandleDuringSync:
+		return NameKooperDuringSyncNoCopy
 	case k.DisableDeepCopy:
 		return NameKooperNoCopy
 	case k.HandleDuringSync:

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -93,4 +94,37 @@ func LoadAverage() string {
 		return "unknown"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// GC is what the garbage collector did so far, from runtime/metrics.
+type GC struct {
+	// Cycles counts the collections the runtime started on its own
+	// (runtime.GC calls excluded).
+	Cycles uint64
+	// CPU is the runtime's estimate of the CPU time spent collecting
+	// (/cpu/classes/gc/total: marking, assists, pauses). It is an estimate:
+	// compare it with CPU only as a share.
+	CPU time.Duration
+}
+
+// Sub returns what the collector did between before and g.
+func (g GC) Sub(before GC) GC {
+	return GC{Cycles: g.Cycles - before.Cycles, CPU: g.CPU - before.CPU}
+}
+
+// ReadGC reads the collector's counters.
+func ReadGC() GC {
+	samples := []metrics.Sample{
+		{Name: "/gc/cycles/automatic:gc-cycles"},
+		{Name: "/cpu/classes/gc/total:cpu-seconds"},
+	}
+	metrics.Read(samples)
+	var g GC
+	if samples[0].Value.Kind() == metrics.KindUint64 {
+		g.Cycles = samples[0].Value.Uint64()
+	}
+	if samples[1].Value.Kind() == metrics.KindFloat64 {
+		g.CPU = time.Duration(samples[1].Value.Float64() * float64(time.Second))
+	}
+	return g
 }

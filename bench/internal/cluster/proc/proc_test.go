@@ -1,6 +1,9 @@
 package proc
 
-import "testing"
+import (
+	"runtime"
+	"testing"
+)
 
 func TestParseStatusReadsRSSAndPeakInBytes(t *testing.T) {
 	got, err := parseStatus([]byte("Name:\tx\nVmHWM:\t  2048 kB\nVmRSS:\t  1024 kB\nThreads:\t5\n"))
@@ -26,5 +29,19 @@ func TestThisProcessHasCPUAndMemory(t *testing.T) {
 	}
 	if h := SettledHeap(); h == 0 {
 		t.Error("got a settled heap of 0 bytes")
+	}
+}
+
+func TestReadGCCountsCollectionsAndTheirCPU(t *testing.T) {
+	before := ReadGC()
+	var keep [][]byte
+	for range 64 { // 64 MiB of garbage: the runtime collects on its own
+		keep = append(keep[:0], make([]byte, 1<<20))
+	}
+	_ = keep
+	runtime.GC() // publishes the CPU estimate of the cycles so far
+	got := ReadGC().Sub(before)
+	if got.Cycles == 0 || got.CPU <= 0 {
+		t.Errorf("got %+v after 64 MiB of garbage, want at least one automatic cycle and some GC CPU", got)
 	}
 }

@@ -48,7 +48,7 @@ const (
 	titleBand    = 56
 	footerBand   = 40
 	columnWidth  = chartWidth / 2
-	labelWidth   = 150 // implementation names, left of the bars
+	labelWidth   = 190 // implementation names, left of the bars
 	valueWidth   = 64  // ratio labels, right of the bars
 	blockTitle   = 22
 	barRow       = 17
@@ -65,13 +65,14 @@ var (
 	gridColor  = color.RGBA{0xe6, 0xe8, 0xeb, 0xff}
 	baseColor  = color.RGBA{0x1f, 0x23, 0x28, 0xff}
 	implColors = map[string]color.RGBA{
-		impls.NameKooper:            {0x1f, 0x6f, 0xd1, 0xff}, // blue
-		impls.NameKooperDuringSync:  {0x0f, 0x9b, 0xa8, 0xff}, // teal
-		impls.NameKooperMetadata:    {0x2e, 0x9e, 0x3f, 0xff}, // green
-		impls.NameKooperNoCopy:      {0x7b, 0x4f, 0xc4, 0xff}, // purple
-		impls.NameKooperShared:      {0xc2, 0x4c, 0x9a, 0xff}, // magenta
-		impls.NameControllerRuntime: {0xe8, 0x6a, 0x10, 0xff}, // orange
-		impls.NameFloor:             {0x8a, 0x6d, 0x1e, 0xff}, // ochre
+		impls.NameKooper:                 {0x1f, 0x6f, 0xd1, 0xff}, // blue
+		impls.NameKooperDuringSync:       {0x0f, 0x9b, 0xa8, 0xff}, // teal
+		impls.NameKooperMetadata:         {0x2e, 0x9e, 0x3f, 0xff}, // green
+		impls.NameKooperNoCopy:           {0x7b, 0x4f, 0xc4, 0xff}, // purple
+		impls.NameKooperDuringSyncNoCopy: {0x4b, 0x3a, 0x8c, 0xff}, // indigo
+		impls.NameKooperShared:           {0xc2, 0x4c, 0x9a, 0xff}, // magenta
+		impls.NameControllerRuntime:      {0xe8, 0x6a, 0x10, 0xff}, // orange
+		impls.NameFloor:                  {0x8a, 0x6d, 0x1e, 0xff}, // ochre
 	}
 	otherColor = color.RGBA{0xd0, 0x2f, 0x3a, 0xff} // red
 )

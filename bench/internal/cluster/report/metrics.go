@@ -55,15 +55,20 @@ const (
 // The metrics, per scenario.
 var (
 	TimeToAllHandled = Metric{"time-to-all-handled s", child.Single, "%.3f", syncValue(func(s *child.Sync) float64 { return s.Elapsed.Seconds() })}
+	FirstHandled     = Metric{"first handled s", child.Single, "%.3f", syncValue(func(s *child.Sync) float64 { return s.FirstHandled.Seconds() })}
 	SyncCPU          = Metric{"sync CPU s", child.Single, "%.2f", syncValue(func(s *child.Sync) float64 { return s.CPU.Seconds() })}
+	SyncGCs          = Metric{"GCs", child.Single, "%.0f", syncValue(func(s *child.Sync) float64 { return float64(s.GCs) })}
+	SyncGCCPU        = Metric{"GC CPU s", child.Single, "%.2f", syncValue(func(s *child.Sync) float64 { return s.GCCPU.Seconds() })}
 	HeapPerPod       = Metric{"heap/pod KiB", child.Single, "%.2f", syncValue(func(s *child.Sync) float64 { return s.HeapPerPod / kib })}
 	RSS              = Metric{"RSS MiB", child.Single, "%.0f", syncValue(func(s *child.Sync) float64 { return float64(s.RSS) / mib })}
 	PeakRSS          = Metric{"peak RSS MiB", child.Single, "%.0f", syncValue(func(s *child.Sync) float64 { return float64(s.PeakRSS) / mib })}
 	ChildCPU         = Metric{"child CPU s", child.Single, "%.2f", func(r runner.Record) (float64, bool) { return r.TotalCPU.Seconds(), r.TotalCPU > 0 }}
 
-	ChurnP50 = Metric{"churn p50 ms", child.Single, "%.1f", churnValue(func(c *child.Churn) float64 { return ms(c.P50.Seconds()) })}
-	ChurnP99 = Metric{"churn p99 ms", child.Single, "%.1f", churnValue(func(c *child.Churn) float64 { return ms(c.P99.Seconds()) })}
-	ChurnCPU = Metric{"churn CPU s", child.Single, "%.2f", churnValue(func(c *child.Churn) float64 { return c.CPU.Seconds() })}
+	ChurnP50   = Metric{"churn p50 ms", child.Single, "%.1f", churnValue(func(c *child.Churn) float64 { return ms(c.P50.Seconds()) })}
+	ChurnP99   = Metric{"churn p99 ms", child.Single, "%.1f", churnValue(func(c *child.Churn) float64 { return ms(c.P99.Seconds()) })}
+	ChurnCPU   = Metric{"churn CPU s", child.Single, "%.2f", churnValue(func(c *child.Churn) float64 { return c.CPU.Seconds() })}
+	ChurnGCs   = Metric{"churn GCs", child.Single, "%.0f", churnValue(func(c *child.Churn) float64 { return float64(c.GCs) })}
+	ChurnGCCPU = Metric{"churn GC CPU s", child.Single, "%.2f", churnValue(func(c *child.Churn) float64 { return c.GCCPU.Seconds() })}
 
 	PairTime       = Metric{"time-to-all-handled s", child.Pair, "%.3f", TimeToAllHandled.value}
 	PairSyncCPU    = Metric{"sync CPU s", child.Pair, "%.2f", SyncCPU.value}

@@ -15,8 +15,8 @@ var Baselines = []string{impls.NameKooperV2, impls.NameControllerRuntime, impls.
 
 // Column sets of the tables.
 var (
-	singleColumns = []Metric{TimeToAllHandled, SyncCPU, HeapPerPod, RSS, PeakRSS, ChildCPU}
-	churnColumns  = []Metric{ChurnP50, ChurnP99, ChurnCPU}
+	singleColumns = []Metric{TimeToAllHandled, FirstHandled, SyncCPU, SyncGCs, SyncGCCPU, HeapPerPod, RSS, PeakRSS, ChildCPU}
+	churnColumns  = []Metric{ChurnP50, ChurnP99, ChurnCPU, ChurnGCs, ChurnGCCPU}
 	pairColumns   = []Metric{PairTime, PairSyncCPU, PairHeapPerPod, PairRSS, PairPeakRSS}
 	singleRatios  = []Metric{TimeToAllHandled, SyncCPU, HeapPerPod, RSS, PeakRSS, ChurnCPU, ChurnP50, ChurnP99}
 )
@@ -27,6 +27,9 @@ var (
 func Print(w io.Writer, res runner.Results) {
 	fmt.Fprintf(w, "%d pods (%.0f B as JSON, %.0f B as protobuf on average, seeded in %s), %d updates (%d in flight), %d rounds, GOMAXPROCS %d, %s\n",
 		res.Pods, res.PodSize.JSON, res.PodSize.Protobuf, res.Seeding.Round(time.Millisecond), res.Updates, res.ChurnWriters, res.Rounds, res.GOMAXPROCS, res.GoVersion)
+	if res.HandlerDelay > 0 {
+		fmt.Fprintf(w, "every handling sleeps %s (a handler waiting on I/O)\n", res.HandlerDelay)
+	}
 	fmt.Fprintf(w, "load average at start %s, at end %s; pods in the namespace at the end: %d\n", res.LoadStart, res.LoadEnd, res.PodsAtEnd)
 
 	if len(res.SingleImpls) > 0 {

@@ -27,13 +27,14 @@ func (r *runner) run(ctx context.Context, impl, scenario string, round, updates 
 	run := Record{Impl: impl, Scenario: scenario, Round: round}
 	r.runs++
 	args := child.Args{
-		Impl:        impl,
-		Scenario:    scenario,
-		Kubeconfig:  r.kubeconfig,
-		Pods:        r.o.Pods,
-		Token:       fmt.Sprintf("run-%04d", r.runs%10000), // as wide as pods.SeedToken
-		Timeout:     r.o.Timeout,
-		StopTimeout: r.o.StopTimeout,
+		Impl:         impl,
+		Scenario:     scenario,
+		Kubeconfig:   r.kubeconfig,
+		Pods:         r.o.Pods,
+		Token:        fmt.Sprintf("run-%04d", r.runs%10000), // as wide as pods.SeedToken
+		HandlerDelay: r.o.HandlerDelay,
+		Timeout:      r.o.Timeout,
+		StopTimeout:  r.o.StopTimeout,
 	}
 	if scenario == child.Single {
 		args.Updates = updates

@@ -31,7 +31,7 @@ const Namespace = "bench"
 // SingleImpls run scenarios 1 and 2 (one controller), in report order.
 var SingleImpls = []string{
 	impls.NameKooper, impls.NameKooperDuringSync, impls.NameKooperMetadata, impls.NameKooperNoCopy,
-	impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
+	impls.NameKooperDuringSyncNoCopy, impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
 }
 
 // PairImpls run scenario 3 (two controllers on pods), in report order.
@@ -98,6 +98,9 @@ type Options struct {
 	// ChurnWriters is how many updates the parent keeps in flight while
 	// churning. Default pods.DefaultChurnWriters.
 	ChurnWriters int
+	// HandlerDelay is slept in every handling of every implementation: a
+	// handler waiting on I/O. Default 0, the no-op handler.
+	HandlerDelay time.Duration
 	// Exe is the binary children run, with a child command line (its main
 	// must hand that to child.Main). Default: this process's executable.
 	Exe string
@@ -166,9 +169,11 @@ type Results struct {
 	Pods    int `json:"pods"`
 	Updates int `json:"updates"`
 	// ChurnWriters is how many updates were in flight while churning.
-	ChurnWriters int       `json:"churnWriters"`
-	Rounds       int       `json:"rounds"`
-	Scenarios    Scenarios `json:"scenarios"`
+	ChurnWriters int `json:"churnWriters"`
+	// HandlerDelay is what every handling slept (Options.HandlerDelay).
+	HandlerDelay time.Duration `json:"handlerDelay"`
+	Rounds       int           `json:"rounds"`
+	Scenarios    Scenarios     `json:"scenarios"`
 	// SingleImpls and PairImpls ran scenarios 1-2 and 3, in report order.
 	SingleImpls []string `json:"singleImpls"`
 	PairImpls   []string `json:"pairImpls"`
@@ -222,7 +227,7 @@ func Run(ctx context.Context, o Options) (Results, error) {
 		return Results{}, err
 	}
 	res := Results{
-		Pods: o.Pods, Updates: o.Updates, ChurnWriters: o.ChurnWriters, Rounds: o.Rounds, Scenarios: o.Scenarios,
+		Pods: o.Pods, Updates: o.Updates, ChurnWriters: o.ChurnWriters, HandlerDelay: o.HandlerDelay, Rounds: o.Rounds, Scenarios: o.Scenarios,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
 	}
 	if o.Scenarios.Sync || o.Scenarios.Churn {

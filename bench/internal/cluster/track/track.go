@@ -25,6 +25,7 @@ type Tracker struct {
 	seenCount atomic.Int64
 	allSeen   chan struct{}
 	allSeenAt atomic.Int64 // Unix nanoseconds
+	firstAt   atomic.Int64 // Unix nanoseconds of the first seeded pod's handling
 
 	churned      []atomic.Bool // pod i was handled carrying token
 	latency      []int64       // of pod i's churn update, in nanoseconds
@@ -62,6 +63,9 @@ func (t *Tracker) Handle(obj metav1.Object) {
 		return
 	}
 	if t.seen[i].CompareAndSwap(false, true) {
+		if t.firstAt.Load() == 0 {
+			t.firstAt.CompareAndSwap(0, time.Now().UnixNano())
+		}
 		if t.seenCount.Add(1) == int64(len(t.seen)) {
 			t.allSeenAt.Store(time.Now().UnixNano())
 			close(t.allSeen)
@@ -90,6 +94,14 @@ func (t *Tracker) AllSeen() <-chan struct{} { return t.allSeen }
 // AllSeenAt is when the last seeded pod was first handled (zero before).
 func (t *Tracker) AllSeenAt() time.Time {
 	if ns := t.allSeenAt.Load(); ns != 0 {
+		return time.Unix(0, ns)
+	}
+	return time.Time{}
+}
+
+// FirstSeenAt is when the first seeded pod was first handled (zero before).
+func (t *Tracker) FirstSeenAt() time.Time {
+	if ns := t.firstAt.Load(); ns != 0 {
 		return time.Unix(0, ns)
 	}
 	return time.Time{}

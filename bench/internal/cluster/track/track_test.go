@@ -18,6 +18,9 @@ func pod(i int, token string, sent time.Time) *metav1.ObjectMeta {
 
 func TestTrackerClosesOnceEveryPodIsSeenThenEveryChurnedOne(t *testing.T) {
 	tr := track.New(3, 2, "run-1")
+	if !tr.FirstSeenAt().IsZero() || !tr.AllSeenAt().IsZero() {
+		t.Fatal("got a first or last handling time before any handling")
+	}
 	for i := range 3 {
 		tr.Handle(pod(i, pods.SeedToken, time.Unix(0, 0)))
 		tr.Handle(pod(i, pods.SeedToken, time.Unix(0, 0))) // seen twice counts once
@@ -27,6 +30,9 @@ func TestTrackerClosesOnceEveryPodIsSeenThenEveryChurnedOne(t *testing.T) {
 	case <-tr.AllSeen():
 	default:
 		t.Fatalf("got %d seen, want all 3 (AllSeen closed)", tr.Seen())
+	}
+	if first, last := tr.FirstSeenAt(), tr.AllSeenAt(); first.IsZero() || last.Before(first) {
+		t.Errorf("got first handling at %v and last at %v, want first set and not after last", first, last)
 	}
 	select {
 	case <-tr.AllChurned():
