@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,19 +103,37 @@ func Metric(t testing.TB, g prom.Gatherer, name string, labels map[string]string
 }
 
 // FreeAddr returns a 127.0.0.1 address with a port free at the time of the
-// call.
+// call and never returned before in this process. The kernel may hand a
+// just-closed ephemeral port out again at once, so without that memory two
+// calls in a row (a webhook's and a metrics server's address) can return the
+// same port, and the second server then fails to listen.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	given.Lock()
+	defer given.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		if err := l.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !given.addrs[addr] {
+			given.addrs[addr] = true
+			return addr
+		}
 	}
-	addr := l.Addr().String()
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return addr
+	t.Fatal("no free port that was not handed out before in 100 tries")
+	return ""
 }
+
+// given remembers the addresses FreeAddr returned in this process.
+var given = struct {
+	sync.Mutex
+	addrs map[string]bool
+}{addrs: map[string]bool{}}
 
 // CheckMetrics scrapes url (an operator's /metrics) and fails the test if
 // `promtool check metrics` (Debian's prometheus package, which .ci/run

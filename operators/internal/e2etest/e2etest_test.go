@@ -2,6 +2,7 @@ package e2etest_test
 
 import (
 	"context"
+	"net"
 	"testing"
 
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -60,5 +61,21 @@ func TestRunStopsWithTheTest(t *testing.T) {
 	case <-stopped:
 	default:
 		t.Error("run was not stopped when its test ended")
+	}
+}
+
+func TestFreeAddrNeverReturnsAnAddressTwice(t *testing.T) {
+	seen := map[string]bool{}
+	for range 200 {
+		addr := e2etest.FreeAddr(t)
+		if seen[addr] {
+			t.Fatalf("got %s twice", addr)
+		}
+		seen[addr] = true
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatalf("got %s, which is not free: %v", addr, err)
+		}
+		_ = l.Close()
 	}
 }
