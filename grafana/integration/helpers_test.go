@@ -42,16 +42,33 @@ func build(t *testing.T, dir string, pkgs ...string) string {
 	return out
 }
 
-// freeAddr returns a free 127.0.0.1 address.
+// freeAddr returns a free 127.0.0.1 address never returned before in this
+// process: the kernel may hand a just-closed port out again at once, and two
+// operators given one port would collide.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	givenMu.Lock()
+	defer givenMu.Unlock()
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		_ = l.Close()
+		if !given[addr] {
+			given[addr] = true
+			return addr
+		}
 	}
-	defer l.Close()
-	return l.Addr().String()
+	t.Fatal("no free port that was not handed out before in 100 tries")
+	return ""
 }
+
+var (
+	givenMu sync.Mutex
+	given   = map[string]bool{}
+)
 
 // process is a started command whose output goes to a log (shown when the
 // test fails) and which is stopped at cleanup.
