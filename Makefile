@@ -56,10 +56,22 @@ test-unit: ## Unit tests and examples with the race detector (fast, no cluster).
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
 
 .PHONY: test-integration
-test-integration: build ## Integration tests against a local control plane (built first if missing).
-	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
+test-integration: build ## Integration tests against a local control plane (built first if missing), and the library's against the previous minor's API server.
+	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
 	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test -count=1 ./integration
+	@$(MAKE) --no-print-directory test-skew
+
+# The version-skew run: the library's own integration tests against the
+# previous minor's kube-apiserver (hack/controlplane/skew), which users on a
+# cluster one release older run the library against.
+SKEW_PACKAGES := ./kooper/controller/integration
+
+.PHONY: test-skew
+test-skew: ## The library's integration tests against the previous minor's kube-apiserver (version skew).
+	@$(MAKE) --no-print-directory controlplane WITH_SKEW=1
+	KOOPER_CONTROLPLANE_BIN="$(CURDIR)/bin/skew" KOOPER_WANT_SERVER_VERSION="$$(bin/skew/kube-apiserver --version | cut -d' ' -f2)" \
+		CGO_ENABLED=1 $(GO) test -race -count=1 $(SKEW_PACKAGES)
 
 .PHONY: test-bench
 test-bench: ## Every benchmarked implementation on a tiny workload: in memory in both cache-fill modes, and on a local control plane.
@@ -84,7 +96,7 @@ $(GOLANGCI_LINT):
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: generate
-generate: ## Generate deepcopy, clients, listers, informers (code-generator v0.36.1), CRD YAML (controller-gen v0.21.0), the Grafana dashboards and docs/metrics.md.
+generate: ## Generate deepcopy, clients, listers, informers (code-generator), CRD YAML (controller-gen), the Grafana dashboards and docs/metrics.md.
 	CACHE_DIR="$(CACHE_DIR)" hack/codegen/generate.sh
 	$(GRAFANA) $(GO) run ./cmd/dashboards
 
@@ -139,8 +151,18 @@ check-operator:
 	@if [ -z "$(strip $(OPERATOR))" ]; then echo "OPERATOR is empty: want one or more of $(OPERATORS)" >&2; exit 1; fi
 
 .PHONY: controlplane
-controlplane: ## Build the local control plane into the user cache, linked from bin/ (WITH_KWOK=1 adds kwok; first time 9+ min).
-	GO="$(GO)" WITH_KWOK="$(WITH_KWOK)" hack/controlplane/build.sh
+controlplane: ## Build the local control plane into the user cache, linked from bin/ (WITH_KWOK=1 adds kwok, WITH_SKEW=1 the previous minor's kube-apiserver; first time 9+ min).
+	GO="$(GO)" WITH_KWOK="$(WITH_KWOK)" WITH_SKEW="$(WITH_SKEW)" hack/controlplane/build.sh
+
+# bump-kubernetes reads VERSION only from the command line: its default is
+# the binaries' version (git describe).
+VERSION_K8S := $(if $(filter command line,$(origin VERSION)),$(VERSION))
+
+.PHONY: bump-kubernetes
+bump-kubernetes: ## Move every Kubernetes pin to VERSION (e.g. VERSION=1.38.0) with hack/bump, then regenerate.
+	@if [ -z "$(VERSION_K8S)" ]; then echo "usage: make bump-kubernetes VERSION=1.MINOR.PATCH" >&2; exit 2; fi
+	$(GO) run ./hack/bump -version "$(VERSION_K8S)"
+	@$(MAKE) --no-print-directory generate
 
 .PHONY: clean
 clean: ## Remove bin/ (the per-user tool cache stays).

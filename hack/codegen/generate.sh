@@ -21,8 +21,8 @@ if [[ "${1:-}" == --crds ]]; then
 	shift
 fi
 
-CODEGEN_VERSION=v0.36.1          # k8s.io/code-generator, the client-go line we use
-CONTROLLER_TOOLS_VERSION=v0.21.0 # sigs.k8s.io/controller-tools (1.36 line)
+CODEGEN_VERSION=v0.37.2          # k8s.io/code-generator, the client-go line we use (both: hack/bump)
+CONTROLLER_TOOLS_VERSION=v0.23.0 # sigs.k8s.io/controller-tools, newest release on that line
 
 ROOT="$(cd "${1:-$(dirname "${BASH_SOURCE[0]}")/../..}" && pwd -P)"
 CACHE_DIR="${CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/kooper}"

@@ -49,7 +49,7 @@ func TestMakeRunShowsTheSampleProgramsAtWork(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`kube-apiserver ready`),
+		regexp.MustCompile(`kube-apiserver v1\.[0-9]+\.[0-9]+ ready`), // stamped with its version
 		regexp.MustCompile(`\[pod-logger\] pod kooper-demo/victim-\S+ is Running`),
 		regexp.MustCompile(`scaled kooper-demo/victim to 5 replicas`),
 		regexp.MustCompile(`\[events\] PodTerminator kooper-demo-victims: Terminated terminated [12] of [45] live pods \(40%, minimum 3\): kooper-demo/victim-`),

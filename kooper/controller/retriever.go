@@ -15,9 +15,9 @@ import (
 // Retriever lists and watches one resource type. The controller's cache
 // calls it with the controller's context and with the options the client-go
 // reflector chooses, which a Retriever must pass through unchanged: with
-// client-go 0.36 and a 1.27+ API server the initial state arrives as a
-// streamed watch (sendInitialEvents=true, allowWatchBookmarks=true) with no
-// LIST at all, and List is used only as a fallback.
+// client-go 0.35 or later and a 1.27+ API server the initial state arrives
+// as a streamed watch (sendInitialEvents=true, allowWatchBookmarks=true)
+// with no LIST at all, and List is used only as a fallback.
 //
 // A Retriever over a fake clientset must say that it cannot stream the
 // initial list, by implementing

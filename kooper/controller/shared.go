@@ -149,6 +149,11 @@ func (s *Shared) leave(informer cache.SharedIndexInformer, reg cache.ResourceEve
 	s.users--
 	if s.users > 0 {
 		s.mu.Unlock()
+		// Since client-go 0.37 the handler may still be running after
+		// RemoveEventHandler returns: wait for its goroutine, so that no
+		// goroutine of this controller outlives Run. (Outside s.mu: the
+		// handler only queues keys, but never wait holding a lock.)
+		_ = cache.ShutDownEventHandler(informer, reg)
 		return
 	}
 	stop, stopped := s.stop, s.stopped

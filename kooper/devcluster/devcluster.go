@@ -184,7 +184,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.runAPIServer(ctx); err != nil {
 		return err
 	}
-	c.progress("kube-apiserver ready at "+c.restCfg.Host, began)
+	c.progress(c.apiServerName()+" ready at "+c.restCfg.Host, began)
 	if err := c.writeKubeconfig(c.KubeconfigPath(), "kooper-admin", c.admin); err != nil {
 		return err
 	}
@@ -341,6 +341,24 @@ func (c *Cluster) waitDefaultServiceAccount(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// apiServerName is "kube-apiserver" and, when progress is reported, the
+// version it serves: a test run says which server it ran against (the
+// version-skew run points BinDir at an older one).
+func (c *Cluster) apiServerName() string {
+	if c.opts.Progress == nil {
+		return BinAPIServer
+	}
+	client, err := kubernetes.NewForConfig(c.restCfg)
+	if err != nil {
+		return BinAPIServer
+	}
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		return BinAPIServer
+	}
+	return BinAPIServer + " " + v.GitVersion
 }
 
 func (c *Cluster) progress(step string, began time.Time) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -85,9 +86,24 @@ func TestTheKubeconfigWorks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("could not reach the server through the kubeconfig: %v", err)
 	}
-	if !strings.HasPrefix(v.GitVersion, "v1.36.") {
-		t.Errorf("got server version %s, want v1.36.x (binaries stamped with their version)", v.GitVersion)
+	if want := pinnedKubernetes(t); v.GitVersion != want {
+		t.Errorf("got server version %s, want %s (binaries stamped with the version hack/controlplane/go.mod pins)", v.GitVersion, want)
 	}
+}
+
+// pinnedKubernetes is the k8s.io/kubernetes version the repository builds
+// its control plane from.
+func pinnedKubernetes(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("../../hack/controlplane/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/kubernetes (v\S+)`).FindSubmatch(data)
+	if m == nil {
+		t.Fatal("hack/controlplane/go.mod does not require k8s.io/kubernetes")
+	}
+	return string(m[1])
 }
 
 func TestTheGarbageCollectorDeletesDependents(t *testing.T) {

@@ -17,17 +17,18 @@ import (
 	"github.com/kooperkit/kooper/kooper/controller/controllertest"
 )
 
-// ControllerRuntime is a sigs.k8s.io/controller-runtime v0.24.1 unmanaged
-// controller watching a client-go informer on the source. The reconciler
-// reads the object from the informer's indexer and deep-copies it, as
-// controller-runtime's cache reader does by default.
+// ControllerRuntime is a sigs.k8s.io/controller-runtime unmanaged controller
+// (the version bench/go.mod pins) watching a client-go informer on the
+// source. The reconciler reads the object from the informer's indexer and
+// deep-copies it, as controller-runtime's cache reader does by default.
 //
-// It uses the classic client-go rate-limited workqueue, not v0.24's default
-// priority queue: in v0.24.1 the priority queue can deadlock on shutdown
-// (a worker leaves GetWithPriority through the closed done channel while
-// handleReadyItems, holding the queue lock, blocks sending it an item;
-// kubernetes-sigs/controller-runtime#3538, fixed by #3540 after v0.24.1).
-// This harness hit it in about one run in four, so Start never returned.
+// It uses the classic client-go rate-limited workqueue, not the default
+// priority queue, as the recorded results did: in v0.24.1 the priority queue
+// could deadlock on shutdown (a worker leaves GetWithPriority through the
+// closed done channel while handleReadyItems, holding the queue lock, blocks
+// sending it an item; kubernetes-sigs/controller-runtime#3538). This harness
+// hit it in about one run in four, so Start never returned. v0.25.2 has the
+// fix (#3540: the send also watches done).
 //
 // Asymmetries it brings with it: its per-reconcile Prometheus metrics and
 // its named queue's metrics (global registry) cannot be turned off, each

@@ -3,7 +3,7 @@
 //
 // [Retriever] is an in-memory controller.Retriever (and client-go
 // ListerWatcher) that unit tests drive with Add, Update and Delete. It serves
-// the initial state the way a client-go 0.36 reflector asks for it: as a
+// the initial state the way a client-go 0.35+ reflector asks for it: as a
 // streamed watch ending in an "initial events end" bookmark (watch-list), or,
 // with Options.DisableWatchList, as a LIST followed by a WATCH from the
 // list's resourceVersion, like a server or fake without watch-list support.

@@ -85,3 +85,18 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// The tests run against the API server they are meant for: make test-skew
+// sets KOOPER_WANT_SERVER_VERSION to the previous minor's, so a run that
+// silently fell back to the current binaries fails here.
+func TestTheServerIsTheWantedVersion(t *testing.T) {
+	client, _ := setup(t)
+	v, err := client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("kube-apiserver %s", v.GitVersion)
+	if want := os.Getenv("KOOPER_WANT_SERVER_VERSION"); want != "" && v.GitVersion != want {
+		t.Errorf("got kube-apiserver %s, want %s", v.GitVersion, want)
+	}
+}

@@ -67,8 +67,9 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // Every way to build a Retriever, and both the shared cache and handling
-// during the sync, keep what client-go 0.36 gets from an API server 1.36
-// for free: the initial list streamed in one watch (no LIST), in protobuf.
+// during the sync, keep what client-go gets for free from an API server of
+// its own minor, and of the minor before (make test-skew): the initial list
+// streamed in one watch (no LIST), in protobuf.
 // A wrapper hiding the watch-list support or the content type would show
 // here as a LIST request or a JSON response.
 func TestEveryRetrieverStreamsTheInitialListInProtobuf(t *testing.T) {

@@ -17,14 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// ControllerRuntime is sigs.k8s.io/controller-runtime v0.24.1 the way its
-// users run it: a manager (no metrics server, no health probes, no leader
+// ControllerRuntime is sigs.k8s.io/controller-runtime (the version
+// bench/go.mod pins) the way its users run it: a manager (no metrics server, no health probes, no leader
 // election) and builder.ControllerManagedBy(mgr).For(&corev1.Pod{}) with 3
 // concurrent reconciles; the reconciler reads the pod with
 // mgr.GetClient().Get, which deep-copies it out of the manager's cache.
 //
-// It uses the classic client-go workqueue (UsePriorityQueue false): v0.24.1's
-// default priority queue can deadlock on shutdown (see bench/README.md).
+// It uses the classic client-go workqueue (UsePriorityQueue false), as the
+// recorded results did: v0.24.1's default priority queue could deadlock on
+// shutdown (see bench/README.md; fixed in v0.25.2).
 // Two controllers are two controllers in one manager: they share the
 // manager's cache (one informer) by design, and each has its own queue.
 type ControllerRuntime struct{}
