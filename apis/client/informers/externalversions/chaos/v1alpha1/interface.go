@@ -25,7 +25,7 @@ import (
 // Interface provides access to all the informers in this group version.
 type Interface interface {
 	// PodTerminators returns a PodTerminatorInformer.
-	PodTerminators() PodTerminatorInformer
+	PodTerminators() TypedPodTerminatorInformer
 }
 
 type version struct {
@@ -39,7 +39,7 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
-// PodTerminators returns a PodTerminatorInformer.
-func (v *version) PodTerminators() PodTerminatorInformer {
+// PodTerminators returns a TypedPodTerminatorInformer.
+func (v *version) PodTerminators() TypedPodTerminatorInformer {
 	return &podTerminatorInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }

@@ -34,11 +34,39 @@ import (
 )
 
 // PodTerminatorInformer provides access to a shared informer and lister for
-// PodTerminators.
+// PodTerminators. Prefer using the type-safe variant (see [TypedPodTerminatorInformer]).
 type PodTerminatorInformer interface {
 	Informer() cache.SharedIndexInformer
 	Lister() chaosv1alpha1.PodTerminatorLister
 }
+
+// TypedPodTerminatorInformer provides access to a shared informer and lister for
+// PodTerminators, including the type-safe TypedInformer variant.
+// It is a superset of PodTerminatorInformer.
+type TypedPodTerminatorInformer interface {
+	Informer() cache.SharedIndexInformer
+	TypedInformer() PodTerminatorIndexInformer
+	Lister() chaosv1alpha1.PodTerminatorLister
+}
+
+// PodTerminatorIndexInformer is a wrapper around the underlying [cache.SharedIndexInformer]
+// with type-safe variants of several methods.
+type PodTerminatorIndexInformer cache.TypedSharedIndexInformer[*apischaosv1alpha1.PodTerminator]
+
+// PodTerminatorHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerFuncs] for PodTerminator.
+type PodTerminatorHandlerFuncs = cache.TypedResourceEventHandlerFuncs[*apischaosv1alpha1.PodTerminator]
+
+// PodTerminatorDetailedHandlerFuncs is a specialization of [cache.TypedResourceEventHandlerDetailedFuncs] for PodTerminator.
+type PodTerminatorDetailedHandlerFuncs = cache.TypedResourceEventHandlerDetailedFuncs[*apischaosv1alpha1.PodTerminator]
+
+// PodTerminatorFilteringHandler is a specialization of [cache.TypedFilteringResourceEventHandler] for PodTerminator.
+type PodTerminatorFilteringHandler = cache.TypedFilteringResourceEventHandler[*apischaosv1alpha1.PodTerminator]
+
+// PodTerminatorIndexers is a specialization of [cache.TypedIndexers] for PodTerminator.
+type PodTerminatorIndexers = cache.TypedIndexers[*apischaosv1alpha1.PodTerminator]
+
+// DeletedPodTerminator is a specialization of [cache.DeletedObject] for PodTerminator.
+type DeletedPodTerminator = cache.DeletedObject[*apischaosv1alpha1.PodTerminator]
 
 type podTerminatorInformer struct {
 	factory          internalinterfaces.SharedInformerFactory
@@ -48,25 +76,49 @@ type podTerminatorInformer struct {
 // NewPodTerminatorInformer constructs a new informer for PodTerminator type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedPodTerminatorInformer]).
 func NewPodTerminatorInformer(client versioned.Interface, resyncPeriod time.Duration, indexers cache.Indexers) cache.SharedIndexInformer {
 	return NewPodTerminatorInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers})
+}
+
+// NewTypedPodTerminatorInformer constructs a new informer for PodTerminator type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedPodTerminatorInformer(client versioned.Interface, resyncPeriod time.Duration, indexers PodTerminatorIndexers) PodTerminatorIndexInformer {
+	return NewTypedPodTerminatorInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers)})
 }
 
 // NewFilteredPodTerminatorInformer constructs a new informer for PodTerminator type.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedFilteredPodTerminatorInformer]).
 func NewFilteredPodTerminatorInformer(client versioned.Interface, resyncPeriod time.Duration, indexers cache.Indexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) cache.SharedIndexInformer {
-	return NewPodTerminatorInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+	return NewTypedPodTerminatorInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: indexers, TweakListOptions: tweakListOptions})
+}
+
+// NewTypedFilteredPodTerminatorInformer constructs a new informer for PodTerminator type.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedFilteredPodTerminatorInformer(client versioned.Interface, resyncPeriod time.Duration, indexers PodTerminatorIndexers, tweakListOptions internalinterfaces.TweakListOptionsFunc) PodTerminatorIndexInformer {
+	return NewTypedPodTerminatorInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.TypedIndexersToIndexers(indexers), TweakListOptions: tweakListOptions})
 }
 
 // NewPodTerminatorInformerWithOptions constructs a new informer for PodTerminator type with additional options.
 // Always prefer using an informer factory to get a shared informer instead of getting an independent
 // one. This reduces memory footprint and number of connections to the server.
+// If you really need an independent one, prefer using the type-safe variant (see [NewTypedPodTerminatorInformerWithOptions]).
 func NewPodTerminatorInformerWithOptions(client versioned.Interface, options internalinterfaces.InformerOptions) cache.SharedIndexInformer {
+	return NewTypedPodTerminatorInformerWithOptions(client, options)
+}
+
+// NewTypedPodTerminatorInformerWithOptions constructs a new informer for PodTerminator type with additional options.
+// Always prefer using an informer factory to get a shared informer instead of getting an independent
+// one. This reduces memory footprint and number of connections to the server.
+func NewTypedPodTerminatorInformerWithOptions(client versioned.Interface, options internalinterfaces.InformerOptions) PodTerminatorIndexInformer {
 	gvr := schema.GroupVersionResource{Group: "chaos.kooperkit.io", Version: "v1alpha1", Resource: "podterminators"}
 	identifier := options.InformerName.WithResource(gvr)
 	tweakListOptions := options.TweakListOptions
-	return cache.NewSharedIndexInformerWithOptions(
+	return cache.NewTypedSharedIndexInformer[*apischaosv1alpha1.PodTerminator](cache.NewSharedIndexInformerWithOptions(
 		cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 			ListFunc: func(opts v1.ListOptions) (runtime.Object, error) {
 				if tweakListOptions != nil {
@@ -99,17 +151,57 @@ func NewPodTerminatorInformerWithOptions(client versioned.Interface, options int
 			Indexers:     options.Indexers,
 			Identifier:   identifier,
 		},
-	)
+	))
 }
 
 func (f *podTerminatorInformer) defaultInformer(client versioned.Interface, resyncPeriod time.Duration) cache.SharedIndexInformer {
-	return NewPodTerminatorInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
+	return NewTypedPodTerminatorInformerWithOptions(client, internalinterfaces.InformerOptions{ResyncPeriod: resyncPeriod, Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}, InformerName: f.factory.InformerName(), TweakListOptions: f.tweakListOptions})
 }
 
 func (f *podTerminatorInformer) Informer() cache.SharedIndexInformer {
-	return f.factory.InformerFor(&apischaosv1alpha1.PodTerminator{}, f.defaultInformer)
+	return f.TypedInformer()
+}
+
+func (f *podTerminatorInformer) TypedInformer() PodTerminatorIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apischaosv1alpha1.PodTerminator](f.factory.InformerFor(&apischaosv1alpha1.PodTerminator{}, f.defaultInformer))
 }
 
 func (f *podTerminatorInformer) Lister() chaosv1alpha1.PodTerminatorLister {
 	return chaosv1alpha1.NewPodTerminatorLister(f.Informer().GetIndexer())
+}
+
+// ToTypedPodTerminatorInformer converts an untyped informer into a TypedPodTerminatorInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *PodTerminator. If that is not the case, calling type-safe methods of the returned
+// TypedPodTerminatorInformer leads to runtime panics. A safer alternative is to pass
+// around a TypedPodTerminatorInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToTypedPodTerminatorInformer(informer PodTerminatorInformer) TypedPodTerminatorInformer {
+	if informer, ok := informer.(TypedPodTerminatorInformer); ok {
+		return informer
+	}
+	return &podTerminatorTypedInformerAdapter{informer}
+}
+
+type podTerminatorTypedInformerAdapter struct {
+	PodTerminatorInformer
+}
+
+func (a *podTerminatorTypedInformerAdapter) TypedInformer() PodTerminatorIndexInformer {
+	return cache.NewTypedSharedIndexInformer[*apischaosv1alpha1.PodTerminator](a.Informer())
+}
+
+// ToPodTerminatorIndexInformer converts an untyped informer into a PodTerminatorIndexInformer.
+//
+// WARNING: this conversion is only safe if the informer handles objects of type
+// *PodTerminator. If that is not the case, calling type-safe methods of the returned
+// PodTerminatorIndexInformer leads to runtime panics. A safer alternative is to pass
+// around a PodTerminatorIndexInformer instances that was obtained from a
+// SharedInformerFactory.
+func ToPodTerminatorIndexInformer(informer cache.SharedIndexInformer) PodTerminatorIndexInformer {
+	if informer, ok := informer.(PodTerminatorIndexInformer); ok {
+		return informer
+	}
+	return cache.NewTypedSharedIndexInformer[*apischaosv1alpha1.PodTerminator](informer)
 }

@@ -25,7 +25,7 @@ import (
 // Interface provides access to all the informers in this group version.
 type Interface interface {
 	// Tenants returns a TenantInformer.
-	Tenants() TenantInformer
+	Tenants() TypedTenantInformer
 }
 
 type version struct {
@@ -39,7 +39,7 @@ func New(f internalinterfaces.SharedInformerFactory, namespace string, tweakList
 	return &version{factory: f, namespace: namespace, tweakListOptions: tweakListOptions}
 }
 
-// Tenants returns a TenantInformer.
-func (v *version) Tenants() TenantInformer {
+// Tenants returns a TypedTenantInformer.
+func (v *version) Tenants() TypedTenantInformer {
 	return &tenantInformer{factory: v.factory, tweakListOptions: v.tweakListOptions}
 }
