@@ -5,6 +5,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	stdslog "log/slog"
@@ -116,4 +118,34 @@ func TracerProvider(ctx context.Context, mode, service string, w io.Writer) (tp 
 	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exporter), sdktrace.WithResource(res))
 	return sdk, sdk.Shutdown, nil
 	// endregion: tracer-provider
+}
+
+// ErrUsage marks a command line the flags could not parse; the flag package
+// has already printed the problem and the usage.
+var ErrUsage = errors.New("usage")
+
+// Parse parses args with fs, which must use flag.ContinueOnError. Its error
+// is flag.ErrHelp for -h and -help, and wraps ErrUsage for any other problem
+// with the command line.
+func Parse(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	if err == nil || errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUsage, err)
+}
+
+// Exit returns the exit status for a command's error and prints to stderr
+// what the flag package did not: 0 for none or -h (the usage was printed), 2
+// for a command-line error (printed with the usage), else 1 after printing
+// "name: err".
+func Exit(name string, err error, stderr io.Writer) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, ErrUsage):
+		return 2
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	return 1
 }

@@ -6,11 +6,14 @@ package e2etest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,5 +164,92 @@ func CheckMetrics(t testing.TB, url string) {
 	cmd.Stdin = bytes.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("promtool check metrics on %s: %v\n%s", url, err, out)
+	}
+}
+
+// mainArgsEnv carries the command line of a test binary that RunMain starts
+// as the program itself, one argument per line.
+const mainArgsEnv = "KOOPER_E2ETEST_MAIN_ARGS"
+
+// MainIfAsked runs main with the command line RunMain gave and exits 0 if
+// main returns, when this test binary was started by RunMain; otherwise it
+// does nothing. Call it first in TestMain.
+func MainIfAsked(main func()) {
+	args, ok := os.LookupEnv(mainArgsEnv)
+	if !ok {
+		return
+	}
+	os.Args = os.Args[:1]
+	if args != "" {
+		os.Args = append(os.Args, strings.Split(args, "\n")...)
+	}
+	main()
+	os.Exit(0)
+}
+
+// RunMain runs the package's main with args in a new process (the test
+// binary, whose TestMain calls MainIfAsked) and returns what it printed and
+// its exit status: the program as a user's shell sees it.
+func RunMain(t *testing.T, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), mainArgsEnv+"="+strings.Join(args, "\n"))
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		status = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("could not run %v: %v", args, err)
+	}
+	return out.String(), errOut.String(), status
+}
+
+// CheckCommandLine checks a sample program's command line the way a shell
+// sees it, through RunMain: -h prints only the usage and succeeds, a
+// command-line mistake exits 2 with one line saying what is wrong and the
+// usage, any other error exits 1 with one line "name: error". The program
+// must take -log-level and -log-format (text or json).
+func CheckCommandLine(t *testing.T, name string) {
+	t.Helper()
+	tests := []struct {
+		name       string
+		args       []string
+		wantStatus int
+		wantLines  []string // each a whole line of stderr
+		wantNot    string   // never in stderr
+	}{
+		{name: "-h", args: []string{"-h"}, wantStatus: 0, wantLines: []string{"Usage of " + name + ":"}, wantNot: "help requested"},
+		{name: "-help", args: []string{"-help"}, wantStatus: 0, wantLines: []string{"Usage of " + name + ":"}, wantNot: "help requested"},
+		{name: "an unknown flag", args: []string{"-no-such-flag"}, wantStatus: 2,
+			wantLines: []string{"flag provided but not defined: -no-such-flag", "Usage of " + name + ":"}, wantNot: name + ": flag provided"},
+		{name: "a flag without its value", args: []string{"-log-level"}, wantStatus: 2,
+			wantLines: []string{"flag needs an argument: -log-level", "Usage of " + name + ":"}},
+		{name: "a bad value", args: []string{"-log-format", "xml"}, wantStatus: 1,
+			wantLines: []string{name + `: -log-format must be "text" or "json", got "xml"`}, wantNot: "Usage of"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			stdout, stderr, status := RunMain(t, tt.args...)
+			if status != tt.wantStatus {
+				t.Errorf("got exit status %d, want %d", status, tt.wantStatus)
+			}
+			if stdout != "" {
+				t.Errorf("got stdout %q, want nothing", stdout)
+			}
+			lines := strings.Split(stderr, "\n")
+			for _, want := range tt.wantLines {
+				if !slices.Contains(lines, want) {
+					t.Errorf("stderr has no line %q:\n%s", want, stderr)
+				}
+			}
+			if tt.wantNot != "" && strings.Contains(stderr, tt.wantNot) {
+				t.Errorf("stderr says %q:\n%s", tt.wantNot, stderr)
+			}
+		})
 	}
 }

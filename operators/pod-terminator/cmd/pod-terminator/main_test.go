@@ -3,9 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
+
+	"github.com/kooperkit/kooper/operators/internal/e2etest"
 )
+
+func TestMain(m *testing.M) {
+	e2etest.MainIfAsked(main)
+	os.Exit(m.Run())
+}
+
+// The program as a shell sees it: exit statuses and what -h and mistakes
+// print.
+func TestTheCommandLine(t *testing.T) { e2etest.CheckCommandLine(t, "pod-terminator") }
 
 func TestRun(t *testing.T) {
 	tests := []struct {
