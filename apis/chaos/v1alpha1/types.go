@@ -15,6 +15,8 @@ import (
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:resource:scope=Cluster,shortName=pt,categories=chaos
 // +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the last period ran as asked"
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why Ready is what it is"
 // +kubebuilder:printcolumn:name="Percent",type=integer,JSONPath=`.spec.terminationPercent`,description="Share of the matching pods terminated each period"
 // +kubebuilder:printcolumn:name="Minimum",type=integer,JSONPath=`.spec.minimumInstances`,description="Matching pods always left running"
 // +kubebuilder:printcolumn:name="Dry-Run",type=boolean,JSONPath=`.spec.dryRun`,description="Only report what would be terminated"

@@ -22,6 +22,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 56 && self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="a Tenant's name must be a DNS label of at most 56 characters (lowercase letters, digits, '-'): its namespace is tenant-<name>"
 // +kubebuilder:printcolumn:name="Namespace",type=string,JSONPath=`.status.namespace`,description="The tenant's namespace"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether every child object is in place"
+// +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why Ready is what it is"
 // +kubebuilder:printcolumn:name="Isolated",type=boolean,JSONPath=`.spec.networkIsolation`,description="Ingress from other namespaces denied"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Tenant struct {
@@ -89,10 +90,16 @@ type Admin struct {
 type Quota struct {
 	// CPU caps the sum of the CPU requests and the sum of the CPU limits.
 	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : self.matches('^(([0-9]*[1-9][0-9]*([.][0-9]*)?)|([0-9]*[.][0-9]*[1-9][0-9]*))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]{1,2}))?$')",message="must be a quantity greater than zero, such as 2, 500m or 4Gi (no sign, and an exponent of at most two digits)"
 	CPU resource.Quantity `json:"cpu"`
 	// Memory caps the sum of the memory requests and the sum of the memory
 	// limits.
 	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : self.matches('^(([0-9]*[1-9][0-9]*([.][0-9]*)?)|([0-9]*[.][0-9]*[1-9][0-9]*))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]{1,2}))?$')",message="must be a quantity greater than zero, such as 2, 500m or 4Gi (no sign, and an exponent of at most two digits)"
 	Memory resource.Quantity `json:"memory"`
 	// Pods caps the number of pods.
 	// +required
@@ -104,9 +111,15 @@ type Quota struct {
 type ContainerDefaults struct {
 	// CPU limit (and request) of a container that sets none.
 	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : self.matches('^(([0-9]*[1-9][0-9]*([.][0-9]*)?)|([0-9]*[.][0-9]*[1-9][0-9]*))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]{1,2}))?$')",message="must be a quantity greater than zero, such as 2, 500m or 4Gi (no sign, and an exponent of at most two digits)"
 	CPU resource.Quantity `json:"cpu"`
 	// Memory limit (and request) of a container that sets none.
 	// +required
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? self > 0 : self.matches('^(([0-9]*[1-9][0-9]*([.][0-9]*)?)|([0-9]*[.][0-9]*[1-9][0-9]*))(([KMGTPE]i)|[numkMGTPE]|([eE][+-]?[0-9]{1,2}))?$')",message="must be a quantity greater than zero, such as 2, 500m or 4Gi (no sign, and an exponent of at most two digits)"
 	Memory resource.Quantity `json:"memory"`
 }
 

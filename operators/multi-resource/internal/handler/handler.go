@@ -18,6 +18,7 @@ import (
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -169,13 +170,25 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 
 	// region: status
 	st, reason, msg := metav1.ConditionTrue, tenancyv1alpha1.ReasonReconciled, fmt.Sprintf("%d objects in place", len(children))
-	if len(errs) > 0 {
+	if warning := tenant.Unusable(t); warning != "" {
+		msg += "; warning: " + warning
+	}
+	// An Invalid (422) answer is about what the Tenant asks for: no retry
+	// can succeed until the spec changes, which queues the Tenant again.
+	invalid := len(errs) > 0 && !slices.ContainsFunc(errs, func(err error) bool { return !apierrors.IsInvalid(err) })
+	switch {
+	case invalid:
+		st, reason, msg = metav1.ConditionFalse, tenancyv1alpha1.ReasonInvalidSpec, errs[0].Error()
+	case len(errs) > 0:
 		st, reason, msg = metav1.ConditionFalse, tenancyv1alpha1.ReasonApplyFailed, errs[0].Error()
 	}
 	if err := h.setStatus(ctx, t, ns, children, st, reason, msg); err != nil {
 		return err
 	}
-	if len(errs) > 0 {
+	switch {
+	case invalid:
+		return controller.Terminal(errs[0])
+	case len(errs) > 0:
 		return errs[0] // retried with backoff
 	}
 	return nil
@@ -226,7 +239,10 @@ func (h *Handler) setStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, ns s
 	status.Set(&s.Conditions, metav1.Condition{
 		Type: tenancyv1alpha1.ConditionReady, Status: st, Reason: reason, Message: msg, ObservedGeneration: t.Generation,
 	}, h.now())
-	if equalStatus(&t.Status, s) {
+	// Semantic: times compare as instants, nil and empty lists are equal.
+	// status.Set kept the condition's LastTransitionTime unless its Status
+	// changed, so a status that only repeats the last one is not written.
+	if equality.Semantic.DeepEqual(&t.Status, s) {
 		return nil
 	}
 	t.Status = *s
@@ -249,12 +265,4 @@ func (h *Handler) now() time.Time {
 
 func listed(children []tenancyv1alpha1.Child, kind string) bool {
 	return slices.ContainsFunc(children, func(c tenancyv1alpha1.Child) bool { return c.Kind == kind })
-}
-
-func equalStatus(a, b *tenancyv1alpha1.TenantStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.Namespace != b.Namespace ||
-		!slices.Equal(a.Children, b.Children) {
-		return false
-	}
-	return status.Equal(a.Conditions, b.Conditions)
 }

@@ -2,6 +2,8 @@ package handler_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,7 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned/fake"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
@@ -152,5 +157,55 @@ func TestChildrenDropsEchoesOfOurOwnWrites(t *testing.T) {
 	}
 	if err := mw.Handle(ctx, quota); err != nil || len(n.calls) != 3 {
 		t.Errorf("got %v and %d calls for a forgotten child, want it passed on", err, len(n.calls))
+	}
+}
+
+// An Invalid (422) answer to an apply cannot succeed on a retry: the Tenant
+// is marked InvalidSpec and the error is terminal, after one attempt.
+func TestAnInvalidApplyIsTerminal(t *testing.T) {
+	ctx := context.Background()
+	h, kube, tenancy := newHandler(t, acme(false))
+	attempts := 0
+	kube.PrependReactor("patch", "resourcequotas", func(k8stesting.Action) (bool, runtime.Object, error) {
+		attempts++
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "ResourceQuota"}, tenant.QuotaName,
+			field.ErrorList{field.Invalid(field.NewPath("spec", "hard", "cpu"), "-3", "must be greater than or equal to 0")})
+	})
+	err := h.Handle(ctx, acme(false))
+	if !controller.IsTerminal(err) {
+		t.Errorf("got %v, want a terminal error", err)
+	}
+	c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+	if c.Status != metav1.ConditionFalse || c.Reason != tenancyv1alpha1.ReasonInvalidSpec || !strings.Contains(c.Message, "must be greater than or equal to 0") {
+		t.Errorf("got Ready %+v, want False, InvalidSpec, with the API server's message", c)
+	}
+	if attempts != 1 {
+		t.Errorf("got %d apply attempts, want 1", attempts)
+	}
+}
+
+// Another failure is retried: it may be transient.
+func TestAnotherApplyFailureIsRetried(t *testing.T) {
+	h, kube, _ := newHandler(t, acme(false))
+	kube.PrependReactor("patch", "limitranges", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "limitranges"}, tenant.LimitRangeName, errors.New("no RBAC"))
+	})
+	if err := h.Handle(context.Background(), acme(false)); err == nil || controller.IsTerminal(err) {
+		t.Errorf("got %v, want an error that is retried", err)
+	}
+}
+
+// Default limits above the quota leave no room for a pod that sets none:
+// the Tenant is Ready (everything is in place) and says so.
+func TestDefaultLimitsAboveTheQuotaAreReported(t *testing.T) {
+	tn := acme(false)
+	tn.Spec.DefaultLimits.CPU = resource.MustParse("3")
+	h, _, tenancy := newHandler(t, tn)
+	if err := h.Handle(context.Background(), tn); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+	if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "warning: defaultLimits.cpu 3 exceeds quota.cpu 2") {
+		t.Errorf("got Ready %+v, want True with a warning naming both", c)
 	}
 }

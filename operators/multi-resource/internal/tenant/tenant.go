@@ -10,6 +10,9 @@
 package tenant
 
 import (
+	"fmt"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -127,3 +130,25 @@ func OwnedBy(obj metav1.Object, t *tenancyv1alpha1.Tenant) bool {
 }
 
 func resourceInt(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
+
+// Unusable says why a pod using t's default container limits could never
+// start in t's namespace, or returns "" when one can: the LimitRange gives a
+// container without resources requests equal to the default limits, and a
+// request above the quota is refused.
+func Unusable(t *tenancyv1alpha1.Tenant) string {
+	q, d := t.Spec.Quota, t.Spec.DefaultLimits
+	if q == nil || d == nil {
+		return ""
+	}
+	var over []string
+	if d.CPU.Cmp(q.CPU) > 0 {
+		over = append(over, fmt.Sprintf("defaultLimits.cpu %s exceeds quota.cpu %s", d.CPU.String(), q.CPU.String()))
+	}
+	if d.Memory.Cmp(q.Memory) > 0 {
+		over = append(over, fmt.Sprintf("defaultLimits.memory %s exceeds quota.memory %s", d.Memory.String(), q.Memory.String()))
+	}
+	if len(over) == 0 {
+		return ""
+	}
+	return strings.Join(over, " and ") + ": a container without resources of its own can never start in the namespace"
+}

@@ -1,6 +1,7 @@
 package tenant_test
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -111,6 +112,34 @@ func TestOwnedBy(t *testing.T) {
 			obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{OwnerReferences: tt.refs}}
 			if got := tenant.OwnedBy(obj, tn); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestUnusable(t *testing.T) {
+	tests := []struct {
+		name           string
+		quotaCPU       string
+		quotaMem       string
+		limCPU, limMem string
+		want           string // substring; "" means usable
+	}{
+		{name: "limits within the quota", quotaCPU: "2", quotaMem: "4Gi", limCPU: "500m", limMem: "256Mi"},
+		{name: "limits equal to the quota", quotaCPU: "2", quotaMem: "4Gi", limCPU: "2", limMem: "4Gi"},
+		{name: "cpu above", quotaCPU: "2", quotaMem: "4Gi", limCPU: "2500m", limMem: "256Mi", want: "defaultLimits.cpu 2500m exceeds quota.cpu 2: a container"},
+		{name: "memory above", quotaCPU: "2", quotaMem: "1Gi", limCPU: "1", limMem: "2Gi", want: "defaultLimits.memory 2Gi exceeds quota.memory 1Gi"},
+		{name: "both above", quotaCPU: "1", quotaMem: "1Gi", limCPU: "2", limMem: "2Gi", want: "cpu 2 exceeds quota.cpu 1 and defaultLimits.memory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := &tenancyv1alpha1.Tenant{Spec: tenancyv1alpha1.TenantSpec{
+				Quota:         &tenancyv1alpha1.Quota{CPU: resource.MustParse(tt.quotaCPU), Memory: resource.MustParse(tt.quotaMem), Pods: 5},
+				DefaultLimits: &tenancyv1alpha1.ContainerDefaults{CPU: resource.MustParse(tt.limCPU), Memory: resource.MustParse(tt.limMem)},
+			}}
+			got := tenant.Unusable(tn)
+			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -234,7 +235,10 @@ func (h *Handler) setStatus(ctx context.Context, pt *chaosv1alpha1.PodTerminator
 	s := pt.Status.DeepCopy()
 	s.ObservedGeneration = pt.Generation
 	change(s)
-	if equalStatus(&pt.Status, s) {
+	// Semantic: times compare as instants, nil and empty lists are equal.
+	// status.Set kept each unchanged condition's LastTransitionTime, so a
+	// status that only repeats the last one is not written again.
+	if equality.Semantic.DeepEqual(&pt.Status, s) {
 		return nil
 	}
 	pt.Status = *s
@@ -283,16 +287,4 @@ func podList(pods []chaos.Pod) string {
 		names[i] = p.String()
 	}
 	return strings.Join(names, ", ")
-}
-
-func equalStatus(a, b *chaosv1alpha1.PodTerminatorStatus) bool {
-	if a.ObservedGeneration != b.ObservedGeneration || a.TerminatedTotal != b.TerminatedTotal ||
-		len(a.Conditions) != len(b.Conditions) || len(a.LastTerminated) != len(b.LastTerminated) {
-		return false
-	}
-	if (a.LastTerminationTime == nil) != (b.LastTerminationTime == nil) ||
-		a.LastTerminationTime != nil && !a.LastTerminationTime.Equal(b.LastTerminationTime) {
-		return false
-	}
-	return status.Equal(a.Conditions, b.Conditions)
 }

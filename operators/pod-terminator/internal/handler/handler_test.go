@@ -27,13 +27,18 @@ import (
 
 type pods struct {
 	live    int
+	prefix  string // of the pods' names; default "p"
 	deleted []string
 }
 
 func (p *pods) ListPods(context.Context, chaos.Target) ([]chaos.Pod, error) {
+	prefix := p.prefix
+	if prefix == "" {
+		prefix = "p"
+	}
 	var out []chaos.Pod
 	for i := range p.live {
-		out = append(out, chaos.Pod{Namespace: "ns", Name: fmt.Sprintf("p%d", i)})
+		out = append(out, chaos.Pod{Namespace: "ns", Name: fmt.Sprintf("%s%d", prefix, i)})
 	}
 	return out, nil
 }
@@ -252,6 +257,25 @@ func TestTheLastTerminatedListKeepsTheNewestTen(t *testing.T) {
 	}
 	if pt.Status.TerminatedTotal != 14 || !pt.Status.LastTerminated[0].Time.Time.Equal(e.now) {
 		t.Errorf("got total %d and newest %v, want 14 and the second period first", pt.Status.TerminatedTotal, pt.Status.LastTerminated[0].Time)
+	}
+}
+
+// A dry-run period on a full lastTerminated list changes only the entries,
+// not their number: the status is still written, so it names this period's
+// pods.
+func TestADryRunPeriodOnAFullListIsRecorded(t *testing.T) {
+	e := newEnv(t, terminator(100, 0, true), chaosv1alpha1.MaxLastTerminated)
+	_ = e.handle(t)
+	first := e.stored(t).Status.LastTerminated
+	if len(first) != chaosv1alpha1.MaxLastTerminated {
+		t.Fatalf("got %d in lastTerminated after the first period, want a full list of %d", len(first), chaosv1alpha1.MaxLastTerminated)
+	}
+	e.now = e.now.Add(10 * time.Second)
+	e.pods.prefix = "q" // the second period sees other pods
+	_ = e.handle(t)
+	got := e.stored(t).Status.LastTerminated
+	if len(got) != chaosv1alpha1.MaxLastTerminated || got[0].Name[0] != 'q' || !got[0].Time.Time.Equal(e.now) {
+		t.Errorf("got lastTerminated %+v, want the second period's pods (q*) at %v", got, e.now)
 	}
 }
 
