@@ -72,6 +72,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := log.NewStd(stderr, log.StdOptions{Level: level})
+	defer log.RouteKlog(logger)() // client-go's own messages in the same format
 	if *duration > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, *duration)

@@ -75,11 +75,12 @@ func cacheTransform(user cache.TransformFunc, keepManagedFields bool) cache.Tran
 	}
 }
 
-// newInformer returns an informer over lw, not started.
+// newInformer returns an informer over lw, not started. Its messages (a
+// list that fails, a watch that closes) name what lw's Retriever retrieves.
 func newInformer(ctx context.Context, lw listerWatcher, resyncCheck time.Duration, transform cache.TransformFunc, onWatchError cache.WatchErrorHandlerWithContext) (cache.SharedIndexInformer, error) {
 	informer := cache.NewSharedIndexInformerWithOptions(
 		lw, nil,
-		cache.SharedIndexInformerOptions{ResyncPeriod: resyncCheck},
+		cache.SharedIndexInformerOptions{ResyncPeriod: resyncCheck, ObjectDescription: describe(lw.r)},
 	)
 	if transform != nil {
 		if err := informer.SetTransform(transform); err != nil {

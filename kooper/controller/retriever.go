@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"reflect"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -52,6 +53,34 @@ type funcRetriever[L runtime.Object] struct {
 	client any
 	list   func(context.Context, metav1.ListOptions) (L, error)
 	watch  func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	// what names the objects in client-go's messages; default: the type
+	// of the list's items, e.g. "*v1.Pod".
+	what string
+}
+
+// describe names the retrieved objects the way client-go's reflector names
+// a typed informer's ("failed to list *v1.Pod"): the list's item type.
+func (r *funcRetriever[L]) describe() string {
+	if r.what != "" {
+		return r.what
+	}
+	t := reflect.TypeFor[L]()
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if f, ok := t.FieldByName("Items"); ok && f.Type.Kind() == reflect.Slice {
+		return reflect.PointerTo(f.Type.Elem()).String()
+	}
+	return t.String()
+}
+
+// describe names what r retrieves for client-go's messages, or returns ""
+// (client-go then says "<unspecified>") for a Retriever of unknown origin.
+func describe(r Retriever) string {
+	if d, ok := r.(interface{ describe() string }); ok {
+		return d.describe()
+	}
+	return ""
 }
 
 func (r *funcRetriever[L]) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
@@ -83,7 +112,8 @@ func (r *funcRetriever[L]) IsWatchListSemanticsUnSupported() bool {
 // client's List and Watch instead.
 func NewMetadataRetriever(client metadata.Interface, resource schema.GroupVersionResource, namespace string) Retriever {
 	res := client.Resource(resource).Namespace(namespace)
-	return NewRetriever(client, res.List, res.Watch)
+	return &funcRetriever[*metav1.PartialObjectMetadataList]{client: client, list: res.List, watch: res.Watch,
+		what: resource.GroupResource().String() + " (metadata)"}
 }
 
 // RetrieverFromListerWatcher adapts a client-go ListerWatcher, such as one

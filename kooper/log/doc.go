@@ -10,4 +10,8 @@
 // from the vocabulary declared here ([KeyController], [KeyObject], ...) so that
 // logs of every controller can be searched the same way. Kooper logs
 // lifecycle at Info and everything per object at Debug.
+//
+// client-go itself logs through klog (leader election, the event recorder,
+// a reflector whose list fails). [RouteKlog], called once in main, sends
+// that to the same Logger, so a program's output has one format.
 package log

@@ -1,9 +1,12 @@
 package log_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
+
+	"k8s.io/klog/v2"
 
 	"github.com/kooperkit/kooper/kooper/log"
 )
@@ -51,4 +54,22 @@ func ExampleParseLevel() {
 	// debug
 	// warn
 	// error: unknown log level "verbose", want debug, info, warn or error
+}
+
+// RouteKlog sends what client-go logs through klog (here called directly,
+// as client-go's reflector and leader election do) to a Logger, so an
+// operator's output has one format.
+func ExampleRouteKlog() {
+	logger := log.NewStd(os.Stdout, log.StdOptions{Level: log.LevelDebug, DisableTime: true})
+	restore := log.RouteKlog(logger)
+	defer restore()
+
+	klog.InfoS("attempting to acquire leader lease", "lease", "kooper-system/pod-terminator")
+	klog.V(4).InfoS("not written: klog's -v is 0")
+	klog.ErrorS(errors.New(`podterminators.chaos.kooperkit.io is forbidden`), "failed to list *v1alpha1.PodTerminator")
+	klog.FromContext(context.Background()).WithName("reflector").Info("watch closed")
+	// Output:
+	// level=info msg="attempting to acquire leader lease" lease=kooper-system/pod-terminator
+	// level=error msg="failed to list *v1alpha1.PodTerminator" err="podterminators.chaos.kooperkit.io is forbidden"
+	// level=info msg="watch closed" logger=reflector
 }

@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/cli"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/operator"
 )
@@ -29,10 +30,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "multi-resource:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Exit("multi-resource", err, os.Stderr))
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -52,7 +50,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logFormat   = fs.String("log-format", "text", "text or json")
 		tracingMode = fs.String("tracing", "off", "off, stdout (spans on standard error) or otlp (OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT)")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *showVersion {
@@ -63,6 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// client-go logs through klog: one format for every line.
+	defer log.RouteKlog(logger)()
 	tp, shutdownTracing, err := cli.TracerProvider(ctx, *tracingMode, "multi-resource", stderr)
 	if err != nil {
 		return err

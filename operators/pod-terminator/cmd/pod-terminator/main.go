@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/cli"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
 )
@@ -29,10 +30,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pod-terminator:", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Exit("pod-terminator", err, os.Stderr))
 	// endregion: main
 }
 
@@ -57,7 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		whService   = fs.String("webhook-service", operator.DefaultWebhookService, "Service in front of the webhook: the self-signed certificate covers <service>.<namespace>.svc")
 		whConfig    = fs.String("webhook-config", operator.DefaultWebhookConfigName, "ValidatingWebhookConfiguration that receives the self-signed CA bundle")
 	)
-	if err := fs.Parse(args); err != nil {
+	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *showVersion {
@@ -68,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// client-go logs through klog: one format for every line.
+	defer log.RouteKlog(logger)()
 	tp, shutdownTracing, err := cli.TracerProvider(ctx, *tracingMode, "pod-terminator", stderr)
 	if err != nil {
 		return err

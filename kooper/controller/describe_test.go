@@ -1,0 +1,35 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	metadatafake "k8s.io/client-go/metadata/fake"
+	"k8s.io/client-go/tools/cache"
+)
+
+// client-go's messages about a cache ("failed to list ...") name what its
+// Retriever retrieves, not "<unspecified>".
+func TestInformerMessagesNameWhatIsRetrieved(t *testing.T) {
+	client := fake.NewClientset()
+	pods := client.CoreV1().Pods("")
+	md := metadatafake.NewSimpleMetadataClient(runtime.NewScheme())
+	tests := []struct {
+		name string
+		r    Retriever
+		want string
+	}{
+		{name: "a typed client's", r: NewRetriever(client, pods.List, pods.Watch), want: "*v1.Pod"},
+		{name: "metadata only", r: NewMetadataRetriever(md, corev1.SchemeGroupVersion.WithResource("pods"), ""), want: "pods (metadata)"},
+		{name: "a hand-made ListerWatcher", r: RetrieverFromListerWatcher(&cache.ListWatch{}), want: ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := describe(tt.r); got != tt.want {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
