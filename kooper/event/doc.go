@@ -5,13 +5,14 @@
 // [New] builds a [Recorder] from a [Config]; [Recorder.Normal] and
 // [Recorder.Warning] queue an event about an object and return at once; a
 // background goroutine writes it through the clientset. [Recorder.Shutdown]
-// stops that goroutine.
+// writes what is still queued, within its context's deadline, and stops
+// that goroutine.
 //
 //	rec, err := event.New(event.Config{Client: client, Component: "foo-operator"})
 //	if err != nil {
 //		return err
 //	}
-//	defer rec.Shutdown()
+//	defer rec.Shutdown(shutdownCtx) // e.g. a 2s timeout, after the controllers stopped
 //	rec.Normal(foo, "Created", "created deployment %s", name)
 //
 // A handler should not depend on *Recorder: declare the one or two methods
@@ -22,18 +23,21 @@
 // This package wraps k8s.io/client-go/tools/record (core/v1 Events), not
 // the newer k8s.io/client-go/tools/events (events.k8s.io/v1). Both write the
 // same Event objects, and kubectl describe shows either. record is the
-// simpler to run: one broadcaster writing to a sink, stopped by one call,
-// where events needs a context for its recording goroutines and a Shutdown
-// besides, and an action and a related object for every event. record also
-// folds repeated events into one with a count, the behaviour users expect
-// from kubectl.
+// simpler to run: one broadcaster, where events needs a context for its
+// recording goroutines and a Shutdown besides, and an action and a related
+// object for every event. record also folds repeated events into one with a
+// count, the behaviour users expect from kubectl. This package uses
+// record's broadcaster (the queue) and correlator (the folding and rate
+// limits) and writes the events itself, so that Shutdown knows when the
+// queue is empty: client-go's own writer drops what is queued when it stops.
 //
 // # Consequences
 //
 //   - Events are best effort, not a log or an audit trail. Similar events
-//     about one object are aggregated and rate limited; a full queue drops
-//     events; events still queued at Shutdown may be lost; events recorded
-//     after Shutdown are dropped. Errors go to klog, never to the caller.
+//     about one object are aggregated and rate limited; a full queue (1,000)
+//     drops events (and Shutdown then waits for its deadline); events still
+//     queued when Shutdown's deadline passes are lost; events recorded after
+//     Shutdown began are dropped. Errors go to klog, never to the caller.
 //   - The Recorder writes with create and patch on "events" in the core
 //     group, in the object's namespace, and in "default" for cluster-scoped
 //     objects: grant those verbs in the operator's RBAC.

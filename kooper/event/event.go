@@ -1,23 +1,26 @@
 package event
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/reference"
+	"k8s.io/klog/v2"
 )
 
 // ErrInvalidConfig is wrapped by every error New returns for a bad Config.
 var ErrInvalidConfig = errors.New("invalid event recorder config")
-
-// errShutdown refuses writes once the Recorder is shut down.
-var errShutdown = errors.New("event recorder is shut down")
 
 // Config configures a [Recorder].
 type Config struct {
@@ -59,11 +62,29 @@ func (c Config) validate() error {
 // Recorder records events about objects. It is safe for concurrent use.
 // Build it with [New] and call [Recorder.Shutdown] when done.
 type Recorder struct {
+	client      kubernetes.Interface
+	scheme      *runtime.Scheme
 	broadcaster record.EventBroadcaster
 	recorder    record.EventRecorder
-	sink        *sink
-	shutdown    sync.Once
+	correlator  *record.EventCorrelator
+	// writes is the context of the writes: cancelled when Shutdown gives up.
+	writes     context.Context
+	stopWrites context.CancelFunc
+
+	mu       sync.Mutex
+	closed   bool          // Shutdown began: new events are dropped
+	pending  int           // events accepted and not yet written or dropped
+	drained  chan struct{} // closed when pending reaches 0 after closed
+	shutdown sync.Once
 }
+
+// Retries of a write the API server did not answer (a network error): as
+// client-go's recorder, up to maxTries, the first after a random share of
+// retryDelay. Shutdown's deadline ends them sooner.
+const (
+	maxTries   = 12
+	retryDelay = 10 * time.Second
+)
 
 // New returns a Recorder writing events through cfg.Client, and starts the
 // goroutine that writes them. Call [Recorder.Shutdown] to stop it.
@@ -72,94 +93,149 @@ func New(cfg Config) (*Recorder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	s := &sink{next: &typedcorev1.EventSinkImpl{Interface: cfg.Client.CoreV1().Events("")}}
-	b := record.NewBroadcaster(record.WithCorrelatorOptions(cfg.Correlator))
-	b.StartRecordingToSink(s)
-	return &Recorder{
-		broadcaster: b,
-		recorder:    b.NewRecorder(cfg.Scheme, corev1.EventSource{Component: cfg.Component}),
-		sink:        s,
-	}, nil
+	writes, stop := context.WithCancel(context.Background())
+	r := &Recorder{
+		client:      cfg.Client,
+		scheme:      cfg.Scheme,
+		broadcaster: record.NewBroadcaster(),
+		correlator:  record.NewEventCorrelatorWithOptions(cfg.Correlator),
+		writes:      writes,
+		stopWrites:  stop,
+		drained:     make(chan struct{}),
+	}
+	// client-go's broadcaster queues the events and builds them; this
+	// package correlates and writes them, so it knows when each is done.
+	r.broadcaster.StartEventWatcher(r.write)
+	r.recorder = r.broadcaster.NewRecorder(cfg.Scheme, corev1.EventSource{Component: cfg.Component})
+	return r, nil
 }
 
 // Normal queues an event of type Normal about obj: something worth telling
 // a person that went as expected. reason is a short CamelCase word
 // ("Created"); the message is fmt.Sprintf(msgFmt, args...).
 func (r *Recorder) Normal(obj runtime.Object, reason, msgFmt string, args ...any) {
-	r.recorder.Eventf(obj, corev1.EventTypeNormal, reason, msgFmt, args...)
+	r.record(obj, corev1.EventTypeNormal, reason, msgFmt, args...)
 }
 
 // Warning queues an event of type Warning about obj: something a person may
 // need to act on (an invalid spec, a dependency missing). Arguments are as
 // for [Recorder.Normal].
 func (r *Recorder) Warning(obj runtime.Object, reason, msgFmt string, args ...any) {
-	r.recorder.Eventf(obj, corev1.EventTypeWarning, reason, msgFmt, args...)
+	r.record(obj, corev1.EventTypeWarning, reason, msgFmt, args...)
 }
 
-// Shutdown stops the Recorder: it waits for a write in progress, gives up
-// on queued events not yet written, and stops the background goroutine,
-// which returns right after (client-go offers no way to wait for its very
-// last instruction). Events recorded afterwards are dropped. Calling
-// Shutdown again does nothing.
-func (r *Recorder) Shutdown() {
+func (r *Recorder) record(obj runtime.Object, typ, reason, msgFmt string, args ...any) {
+	// An object whose kind the scheme does not know makes no event (client-go
+	// logs why): count only what will reach write.
+	if _, err := reference.GetReference(r.scheme, obj); err != nil {
+		r.recorder.Eventf(obj, typ, reason, msgFmt, args...)
+		return
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return
+	}
+	r.pending++
+	r.mu.Unlock()
+	r.recorder.Eventf(obj, typ, reason, msgFmt, args...)
+}
+
+// done counts one accepted event as written or dropped.
+func (r *Recorder) done() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pending--
+	if r.closed && r.pending == 0 {
+		close(r.drained)
+	}
+}
+
+// Shutdown stops the Recorder. Events recorded from now on are dropped;
+// those already queued are written until ctx is done, and then given up,
+// with the write in progress cancelled. It returns once the background
+// goroutine is told to stop (client-go offers no way to wait for its very
+// last instruction). Calling Shutdown again does nothing.
+func (r *Recorder) Shutdown(ctx context.Context) {
 	r.shutdown.Do(func() {
-		// Stops accepting events and cancels the writer's retries.
+		r.mu.Lock()
+		r.closed = true
+		empty := r.pending == 0
+		r.mu.Unlock()
+		if !empty {
+			select {
+			case <-r.drained:
+			case <-ctx.Done():
+			}
+		}
+		r.stopWrites()
 		r.broadcaster.Shutdown()
-		// Refuses the writes still queued and waits for the one in flight.
-		r.sink.close()
 	})
 }
 
-// sink passes writes to next until closed, and lets close wait for the
-// write in progress.
-type sink struct {
-	next record.EventSink
-
-	mu     sync.Mutex
-	closed bool
-	writes sync.WaitGroup
-}
-
-var _ record.EventSink = (*sink)(nil)
-
-// begin reports whether a write may start and, if so, counts it.
-func (s *sink) begin() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
+// write correlates e (folding repeats, rate limiting per object) and writes
+// the result, retrying what the API server did not answer. It runs on the
+// broadcaster's goroutine, one event at a time.
+func (r *Recorder) write(e *corev1.Event) {
+	defer r.done()
+	ev := *e // other watchers of the broadcaster see the original
+	result, err := r.correlator.EventCorrelate(&ev)
+	if err != nil {
+		utilruntime.HandleErrorWithContext(r.writes, err, "Event correlation failed")
 	}
-	s.writes.Add(1)
-	return true
-}
-
-func (s *sink) close() {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.writes.Wait()
-}
-
-func (s *sink) Create(e *corev1.Event) (*corev1.Event, error) {
-	if !s.begin() {
-		return nil, errShutdown
+	if result.Skip {
+		return
 	}
-	defer s.writes.Done()
-	return s.next.Create(e)
+	for tries := 1; ; tries++ {
+		if r.writeOnce(result.Event, result.Patch) {
+			return
+		}
+		if tries == maxTries {
+			klog.FromContext(r.writes).Error(nil, "Unable to write event (retry limit exceeded)", "event", klog.KObj(result.Event))
+			return
+		}
+		delay := retryDelay
+		if tries == 1 {
+			delay = time.Duration(rand.Float64() * float64(delay))
+		}
+		select {
+		case <-r.writes.Done():
+			klog.FromContext(r.writes).Error(nil, "Unable to write event (recorder shut down)", "event", klog.KObj(result.Event))
+			return
+		case <-time.After(delay):
+		}
+	}
 }
 
-func (s *sink) Update(e *corev1.Event) (*corev1.Event, error) {
-	if !s.begin() {
-		return nil, errShutdown
+// writeOnce creates e, or patches it when the correlator folded it into an
+// earlier one. It reports whether e is done with: written, or refused for
+// good.
+func (r *Recorder) writeOnce(e *corev1.Event, patch []byte) bool {
+	events := r.client.CoreV1().Events(e.Namespace)
+	var (
+		written *corev1.Event
+		err     error
+	)
+	if e.Count > 1 {
+		written, err = events.PatchWithEventNamespaceWithContext(r.writes, e, patch)
 	}
-	defer s.writes.Done()
-	return s.next.Update(e)
-}
-
-func (s *sink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	if !s.begin() {
-		return nil, errShutdown
+	if e.Count <= 1 || apierrors.IsNotFound(err) {
+		e.ResourceVersion = ""
+		written, err = events.CreateWithEventNamespaceWithContext(r.writes, e)
 	}
-	defer s.writes.Done()
-	return s.next.Patch(e, data)
+	if err == nil {
+		r.correlator.UpdateState(written)
+		return true
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) || r.writes.Err() != nil {
+		// The server answered: the event is malformed, or its namespace is
+		// going away. Or the recorder gave up. Either way, no retry.
+		if !apierrors.IsAlreadyExists(err) && !apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
+			klog.FromContext(r.writes).Error(err, "Server rejected event (will not retry)", "event", klog.KObj(e))
+		}
+		return true
+	}
+	klog.FromContext(r.writes).Error(err, "Unable to write event (may retry after sleeping)", "event", klog.KObj(e))
+	return false
 }

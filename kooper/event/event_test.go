@@ -3,6 +3,7 @@ package event_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/kooperkit/kooper/kooper/event"
@@ -79,7 +81,7 @@ func TestRecorder(t *testing.T) {
 
 			tt.record(r)
 			events := waitForEvents(t, client, tt.wantNamespace, 1)
-			r.Shutdown()
+			r.Shutdown(context.Background())
 			goleak.VerifyNone(t)
 
 			if len(events) != 1 {
@@ -105,19 +107,23 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
-func TestRecorderShutdown(t *testing.T) {
+// Shutdown writes what is still queued, then drops what comes after.
+func TestRecorderShutdownWritesQueuedEvents(t *testing.T) {
 	client := fake.NewClientset()
 	r, err := event.New(event.Config{Client: client, Component: "test-operator"})
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0"}}
-	for range 10 {
-		r.Normal(pod, "Queued", "queued while shutting down")
+	const n = 10
+	for i := range n {
+		r.Normal(pod, fmt.Sprintf("Queued%d", i), "queued just before the shutdown")
 	}
 
-	r.Shutdown()
-	r.Shutdown() // a second call does nothing
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	r.Shutdown(ctx)
+	r.Shutdown(ctx) // a second call does nothing
 	r.Warning(pod, "Late", "recorded after shutdown")
 
 	goleak.VerifyNone(t)
@@ -125,11 +131,38 @@ func TestRecorderShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("got error %v listing events, want nil", err)
 	}
+	if len(list.Items) != n {
+		t.Errorf("got %d events after Shutdown, want the %d queued before it", len(list.Items), n)
+	}
 	for _, e := range list.Items {
 		if e.Reason == "Late" {
 			t.Errorf("got event %q recorded after shutdown, want none", e.Reason)
 		}
 	}
+}
+
+// Shutdown gives up on what it cannot write by its context's deadline: an
+// API server that does not answer does not hold the process.
+func TestRecorderShutdownEndsAtItsDeadline(t *testing.T) {
+	client := fake.NewClientset()
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("connection refused") // retried, as a network error is
+	})
+	r, err := event.New(event.Config{Client: client, Component: "test-operator"})
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0"}}
+	r.Normal(pod, "Unwritable", "the server is away")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	r.Shutdown(ctx)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("Shutdown took %s, want it to end at its 200ms deadline", took)
+	}
+	goleak.VerifyNone(t)
 }
 
 func TestNew(t *testing.T) {
@@ -150,7 +183,7 @@ func TestNew(t *testing.T) {
 				t.Fatalf("got error %v, want %v", err, tt.wantErr)
 			}
 			if r != nil {
-				r.Shutdown()
+				r.Shutdown(context.Background())
 			}
 			goleak.VerifyNone(t)
 		})
@@ -168,7 +201,7 @@ func TestCorrelatorOptions(t *testing.T) {
 		if err != nil {
 			t.Fatalf("got error %v, want nil", err)
 		}
-		t.Cleanup(r.Shutdown)
+		t.Cleanup(func() { r.Shutdown(context.Background()) })
 		for i := range n {
 			r.Normal(pod, "Terminated", "terminated pod shop/web-%d", i)
 		}

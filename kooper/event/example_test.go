@@ -19,20 +19,19 @@ func ExampleRecorder() {
 		fmt.Println(err)
 		return
 	}
-	defer rec.Shutdown()
 
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0"}}
 	rec.Warning(pod, "InvalidSpec", "replicas must be positive, got %d", -1)
 
-	// Events are written in the background: wait for it (kubectl describe
-	// pod web-0 would show it under Events).
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		list, _ := client.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
-		if len(list.Items) > 0 {
-			e := list.Items[0]
-			fmt.Println(e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
-			return
-		}
+	// Events are written in the background. Shutdown writes those still
+	// queued, for at most as long as its context allows.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rec.Shutdown(ctx)
+
+	list, _ := client.CoreV1().Events("shop").List(context.Background(), metav1.ListOptions{})
+	for _, e := range list.Items { // kubectl describe pod web-0 shows them
+		fmt.Println(e.Type, e.Reason, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Message)
 	}
 	// Output:
 	// Warning InvalidSpec Pod web-0 replicas must be positive, got -1

@@ -178,7 +178,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	defer events.Shutdown()
+	// Once the controller has drained, write the Events still queued (a
+	// period just finished names its pods), within a shutdown budget of its
+	// own: a replica that stops cleanly loses none.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controller.DefaultShutdownTimeout)
+		defer cancel()
+		events.Shutdown(ctx)
+	}()
 	// endregion: events
 
 	// region: controller
