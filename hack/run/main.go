@@ -54,9 +54,11 @@ type program struct {
 }
 
 func main() {
+	restore := takeTerminal()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
+	restore()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
@@ -134,6 +136,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	for _, p := range programs {
 		cmd := exec.Command(filepath.Join(binDir, p.name), append([]string{"-kubeconfig", path}, p.args...)...)
 		cmd.Stdout, cmd.Stderr = prefixed(out, p.name), prefixed(out, p.name)
+		cmd.SysProcAttr = ownGroup()
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("could not start %s (run make build): %w", p.name, err)
 		}
