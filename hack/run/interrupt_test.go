@@ -16,8 +16,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // A newcomer's first Ctrl-C ends make run quietly, with status 0, and
@@ -25,15 +23,7 @@ import (
 // it (make above it, as the README runs it), only run gets the signal, or
 // its whole process group does.
 func TestCtrlCEndsMakeRunQuietly(t *testing.T) {
-	root, _ := filepath.Abs("../..")
-	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger", "pod-terminator", "multi-resource"} {
-		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("bin/%s is missing: make test builds it (make controlplane WITH_KWOK=1 build)", bin)
-			}
-			t.Skipf("bin/%s is missing: run make controlplane WITH_KWOK=1 build", bin)
-		}
-	}
+	root := needBinaries(t)
 	if _, err := exec.LookPath("make"); err != nil {
 		t.Skip("make is not installed")
 	}

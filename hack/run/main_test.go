@@ -34,15 +34,7 @@ func (s *syncBuffer) String() string {
 // `make run` starts the control plane with kwok nodes, runs the sample
 // programs and the demo, and stops cleanly.
 func TestMakeRunShowsTheSampleProgramsAtWork(t *testing.T) {
-	root, _ := filepath.Abs("../..")
-	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger", "pod-terminator", "multi-resource"} {
-		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("bin/%s is missing: make test builds it (make controlplane WITH_KWOK=1 build)", bin)
-			}
-			t.Skipf("bin/%s is missing: run make controlplane WITH_KWOK=1 build", bin)
-		}
-	}
+	root := needBinaries(t)
 	var out syncBuffer
 	if err := run(context.Background(), []string{"-root", root, "-duration", "30s"}, &out); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
@@ -69,4 +61,20 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// needBinaries returns the repository root once bin/ holds what make run
+// starts; without them it skips, or fails under CI.
+func needBinaries(t *testing.T) string {
+	t.Helper()
+	root, _ := filepath.Abs("../..")
+	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger", "pod-terminator", "multi-resource"} {
+		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("bin/%s is missing: make test builds it (make controlplane WITH_KWOK=1 build)", bin)
+			}
+			t.Skipf("bin/%s is missing: run make controlplane WITH_KWOK=1 build", bin)
+		}
+	}
+	return root
 }
