@@ -49,10 +49,16 @@ type PodTerminatorSpec struct {
 	// +kubebuilder:validation:XValidation:rule="(has(self.matchLabels) && size(self.matchLabels) > 0) || (has(self.matchExpressions) && size(self.matchExpressions) > 0)",message="selector must not be empty: set matchLabels or matchExpressions (an empty selector would match every pod)"
 	Selector metav1.LabelSelector `json:"selector"`
 
-	// Namespaces limits the search for matching pods to these namespaces.
-	// Empty or unset means every namespace.
+	// Namespaces limits the search for matching pods to these namespaces,
+	// at most 64, each a namespace name (a DNS label). Empty or unset means
+	// every namespace. Either way, the creator must be allowed to delete
+	// pods in each of them (cluster-wide when empty): the admission webhook
+	// checks it.
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespaces []string `json:"namespaces,omitempty"`
 
 	// PeriodSeconds is the time between two terminations, in seconds.
@@ -73,10 +79,16 @@ type PodTerminatorSpec struct {
 	// +kubebuilder:validation:Maximum=100
 	TerminationPercent int32 `json:"terminationPercent"`
 
-	// MinimumInstances is the number of matching pods always left running:
-	// the count terminated in a period is lowered so that at least this many
-	// survive, down to terminating none (see terminationPercent). Minimum 0,
-	// default 1.
+	// MinimumInstances is the number of matching Ready pods always left
+	// running: the count terminated in a period is lowered so that at least
+	// this many survive, down to terminating none (see terminationPercent).
+	// Only Ready pods count, and only Ready pods are terminated: pending,
+	// starting and failing pods neither count as instances nor are chosen.
+	// The minimum is per PodTerminator, across every matched namespace
+	// together: two PodTerminators selecting the same pods each apply their
+	// own. Use a PodDisruptionBudget (honoured with the default
+	// terminationMethod Eviction) for a floor that holds whatever terminates
+	// the pods. Minimum 0, default 1.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
@@ -87,7 +99,30 @@ type PodTerminatorSpec struct {
 	// +optional
 	// +kubebuilder:default=false
 	DryRun bool `json:"dryRun,omitempty"`
+
+	// TerminationMethod is how a pod is terminated. Eviction (the default)
+	// goes through the Eviction API, so PodDisruptionBudgets are honoured:
+	// a pod a budget protects is left alone, and the refusal is reported in
+	// status and in an Event, then tried again next period. Delete deletes
+	// pods directly, ignoring every budget, as chaos tools that test
+	// budget-less failures do.
+	// +optional
+	// +kubebuilder:default=Eviction
+	TerminationMethod TerminationMethod `json:"terminationMethod,omitempty"`
 }
+
+// TerminationMethod is how the operator terminates a pod.
+// +kubebuilder:validation:Enum=Eviction;Delete
+type TerminationMethod string
+
+// Termination methods.
+const (
+	// TerminationMethodEviction evicts pods through the Eviction API,
+	// honouring PodDisruptionBudgets.
+	TerminationMethodEviction TerminationMethod = "Eviction"
+	// TerminationMethodDelete deletes pods, ignoring PodDisruptionBudgets.
+	TerminationMethodDelete TerminationMethod = "Delete"
+)
 
 // endregion: spec
 
@@ -110,6 +145,9 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonTerminationFailed: listing or deleting pods failed; see the message.
 	ReasonTerminationFailed = "TerminationFailed"
+	// ReasonDisruptionBudget: a PodDisruptionBudget refused some evictions;
+	// the message names the pods. They are tried again next period.
+	ReasonDisruptionBudget = "DisruptionBudget"
 )
 
 // MaxLastTerminated is how many pods PodTerminatorStatus.LastTerminated

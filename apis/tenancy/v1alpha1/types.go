@@ -48,8 +48,17 @@ type TenantSpec struct {
 	// namespace itself.
 	// +required
 	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
 	Admins []Admin `json:"admins"`
+
+	// PodSecurity is the Pod Security Standard enforced in the namespace
+	// (its pod-security.kubernetes.io/enforce label): restricted (the
+	// default) or baseline. privileged is not allowed: a tenant's admins
+	// could then run privileged or hostPath pods and take over the node.
+	// +optional
+	// +kubebuilder:default=restricted
+	PodSecurity PodSecurityLevel `json:"podSecurity,omitempty"`
 
 	// Quota caps what the namespace's pods may use in total. Default 2 CPU,
 	// 4Gi of memory, 20 pods.
@@ -79,11 +88,28 @@ type Admin struct {
 	// +kubebuilder:validation:Enum=User;Group
 	Kind string `json:"kind"`
 	// Name is the user's or group's name, as the cluster's authentication
-	// reports it.
+	// reports it. Names starting with "system:" are refused: they are
+	// Kubernetes' own identities and groups (system:authenticated is every
+	// user, system:serviceaccounts every workload).
 	// +required
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('system:')",message="admins must not name a system: user or group (system:authenticated is every user, system:serviceaccounts every workload): name the people or the team's group"
 	Name string `json:"name"`
 }
+
+// PodSecurityLevel is a Pod Security Standard a Tenant's namespace enforces.
+// +kubebuilder:validation:Enum=restricted;baseline
+type PodSecurityLevel string
+
+// Pod Security levels a Tenant may ask for.
+const (
+	// PodSecurityRestricted is the restricted standard: the default.
+	PodSecurityRestricted PodSecurityLevel = "restricted"
+	// PodSecurityBaseline is the baseline standard: no privileged or
+	// host-namespace pods, no hostPath volumes.
+	PodSecurityBaseline PodSecurityLevel = "baseline"
+)
 
 // Quota caps a namespace's total use; each field becomes a hard limit of
 // its ResourceQuota.
