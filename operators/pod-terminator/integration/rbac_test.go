@@ -25,6 +25,8 @@ var needed = []rbacv1.PolicyRule{
 	{APIGroups: []string{"chaos.kooperkit.io"}, Resources: []string{"podterminators/status"}, Verbs: []string{"get", "update", "patch"}},
 	{APIGroups: []string{"chaos.kooperkit.io"}, Resources: []string{"podterminators/finalizers"}, Verbs: []string{"update"}},
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"kooper-pod-terminator"}, Verbs: []string{"get", "update"}},
 }
