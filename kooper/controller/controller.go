@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -35,6 +33,8 @@ type Controller struct {
 	// deleted holds the last state of deleted objects until their key is
 	// handled, with Config.HandleDeleted.
 	deleted sync.Map
+	// retrieve keeps, counts and logs the failed lists and watches.
+	retrieve *retrieveErrors
 }
 
 // New validates cfg, applies its defaults and returns a Controller ready to
@@ -55,7 +55,9 @@ func New(cfg Config) (*Controller, error) {
 		measure(cfg.MetricsRecorder, cfg.Name),
 		recoverPanics(cfg.MetricsRecorder, cfg.Name, logger),
 	)
-	return &Controller{cfg: cfg, handler: h, log: logger}, nil
+	retrieve := &retrieveErrors{controller: cfg.Name, resource: describe(cfg.Retriever),
+		log: logger, rec: cfg.MetricsRecorder, clock: cfg.Clock}
+	return &Controller{cfg: cfg, handler: h, log: logger, retrieve: retrieve}, nil
 }
 
 // cacheTransform is what objects go through before entering the cache:
@@ -102,7 +104,7 @@ func (c *Controller) openCache(ctx context.Context, h cache.ResourceEventHandler
 	// Each controller asks for its own resync interval (0: none).
 	opts := cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval}
 	if shared, ok := c.cfg.Retriever.(*Shared); ok {
-		return shared.join(ctx, h, opts, c.watchError)
+		return shared.join(ctx, h, opts, c.retrieve.handler())
 	}
 	transform := cacheTransform(c.cfg.Transform, c.cfg.KeepManagedFields)
 	lw := listerWatcher{ctx: ctx, r: c.cfg.Retriever}
@@ -118,7 +120,7 @@ func (c *Controller) openCache(ctx context.Context, h cache.ResourceEventHandler
 			return tapInitialEvents(w, e.arrived)
 		}
 	}
-	informer, err := newInformer(ctx, lw, c.cfg.ResyncInterval, transform, c.watchError)
+	informer, err := newInformer(ctx, lw, c.cfg.ResyncInterval, transform, c.retrieve.handler())
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -140,6 +142,22 @@ func (c *Controller) ShutdownTimeout() time.Duration { return c.cfg.ShutdownTime
 // workers: every object listed at start is queued. It stays true after Run
 // returns. Use it for a readiness check.
 func (c *Controller) HasSynced() bool { return c.synced.Load() }
+
+// SyncError returns why the cache has not synced yet: the last list or
+// watch that failed since Run started, naming the controller and what its
+// Retriever retrieves, and wrapping [ErrDecode] when the answer could not
+// be decoded. It returns nil once the cache has synced, and while nothing
+// has failed. health.Readiness puts it in /readyz's answer.
+//
+// Failures after the sync (a relist that cannot decode a changed object)
+// leave the cache as it was, stale for that type: they are logged and
+// counted (MetricsRecorder.IncRetrieveError), not returned here.
+func (c *Controller) SyncError() error {
+	if c.synced.Load() {
+		return nil
+	}
+	return c.retrieve.lastError()
+}
 
 // List returns the objects in the controller's cache, as the handler would
 // get them (after Config.Transform), in no particular order, and true; or
@@ -378,15 +396,6 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, DropReasonMaxRetries)
 		logger.Error("handling failed, retries exhausted", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
 	}
-}
-
-// watchError logs a failed list or watch; the reflector retries with backoff.
-func (c *Controller) watchError(_ context.Context, _ *cache.Reflector, err error) {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		c.log.Debug("watch closed, re-watching", log.KeyErr, err)
-		return
-	}
-	c.log.Warn("list or watch failed, retrying", log.KeyErr, err)
 }
 
 // measure records the duration and outcome of every handling.

@@ -35,6 +35,15 @@
 // panic is recovered, logged with the object key, counted and retried like
 // an error: one bad object never crashes the process.
 //
+// A list or watch that fails is retried by client-go with backoff. When the
+// answer cannot be decoded into the Retriever's Go type (one custom
+// resource holding a value its field cannot, say), every list fails until
+// that object is fixed or deleted: the cache does not sync and nothing of
+// that type is handled. The controller says so: [Controller.SyncError]
+// wraps [ErrDecode] and names the resource (health.Readiness puts it in
+// /readyz), the log has it at Error (a lasting failure once per five
+// minutes), and MetricsRecorder.IncRetrieveError counts it by kind.
+//
 // # Several resource types
 //
 // A controller watches one type. An operator that manages several types

@@ -18,6 +18,13 @@ var (
 	// ErrCacheSync is returned by Run when the controller stopped before its
 	// cache finished the initial sync.
 	ErrCacheSync = errors.New("cache did not sync")
+	// ErrDecode is wrapped by the error [Controller.SyncError] returns when
+	// the last list or watch answer could not be decoded into the
+	// Retriever's Go type: typically one object holding a value its field
+	// cannot (a custom resource whose schema accepts more than the type).
+	// The cache does not sync, and nothing of that type is handled, until
+	// the object is fixed or deleted.
+	ErrDecode = errors.New("could not decode the retrieved objects")
 )
 
 // terminalError marks an error that retrying cannot fix.

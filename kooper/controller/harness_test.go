@@ -161,3 +161,6 @@ func (m *metrics) IncRetry(string)                 { m.inc("retry", 1) }
 func (m *metrics) IncDropped(_ string, why string) { m.inc("dropped "+why, 1) }
 func (m *metrics) IncPanic(string)                 { m.inc("panic", 1) }
 func (m *metrics) AddQueueLength(_ string, d int)  { m.inc("queue length", d) }
+func (m *metrics) IncRetrieveError(_ string, kind string) {
+	m.inc("retrieve error "+kind, 1)
+}

@@ -29,6 +29,11 @@ type MetricsRecorder interface {
 	IncPanic(controller string)
 	// AddQueueLength moves the number of keys waiting in the queue by delta.
 	AddQueueLength(controller string, delta int)
+	// IncRetrieveError counts a list or watch of the controller's cache
+	// that failed (client-go retries it with backoff): kind is
+	// RetrieveErrorDecode or RetrieveErrorAPI. A watch that merely closed
+	// is not counted.
+	IncRetrieveError(controller string, kind string)
 }
 
 // Reasons passed to MetricsRecorder.IncDropped.
@@ -46,6 +51,7 @@ func (noopRecorder) IncRetry(string)                             {}
 func (noopRecorder) IncDropped(string, string)                   {}
 func (noopRecorder) IncPanic(string)                             {}
 func (noopRecorder) AddQueueLength(string, int)                  {}
+func (noopRecorder) IncRetrieveError(string, string)             {}
 
 // queueMetrics lets client-go's workqueue report the two things only it can
 // see, queue length and time in queue, to a MetricsRecorder. Everything else

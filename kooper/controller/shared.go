@@ -49,6 +49,9 @@ type Shared struct {
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
 	stopped  chan struct{}
+	// onError holds each joined controller's watch error handler: a failed
+	// list or watch is every one of them's failure to sync.
+	onError map[cache.ResourceEventHandlerRegistration]cache.WatchErrorHandlerWithContext
 }
 
 var _ Retriever = (*Shared)(nil)
@@ -81,6 +84,22 @@ func (s *Shared) IsWatchListSemanticsUnSupported() bool {
 	return watchlist.DoesClientNotSupportWatchListSemantics(s.cfg.Retriever)
 }
 
+// describe names what the underlying Retriever retrieves (see describe).
+func (s *Shared) describe() string { return describe(s.cfg.Retriever) }
+
+// watchError passes a failed list or watch to every joined controller.
+func (s *Shared) watchError(ctx context.Context, r *cache.Reflector, err error) {
+	s.mu.Lock()
+	handlers := make([]cache.WatchErrorHandlerWithContext, 0, len(s.onError))
+	for _, h := range s.onError {
+		handlers = append(handlers, h)
+	}
+	s.mu.Unlock()
+	for _, h := range handlers {
+		h(ctx, r, err)
+	}
+}
+
 func isShared(r Retriever) bool {
 	_, ok := r.(*Shared)
 	return ok
@@ -105,7 +124,7 @@ func (s *Shared) join(ctx context.Context, h cache.ResourceEventHandler, opts ca
 	if s.users == 0 {
 		runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		var err error
-		informer, err = newInformer(runCtx, listerWatcher{ctx: runCtx, r: s.cfg.Retriever}, resyncCheckPeriod, cacheTransform(s.cfg.Transform, s.cfg.KeepManagedFields), onWatchError)
+		informer, err = newInformer(runCtx, listerWatcher{ctx: runCtx, r: s.cfg.Retriever}, resyncCheckPeriod, cacheTransform(s.cfg.Transform, s.cfg.KeepManagedFields), s.watchError)
 		if err != nil {
 			stop()
 			return nil, nil, nil, err
@@ -123,19 +142,23 @@ func (s *Shared) join(ctx context.Context, h cache.ResourceEventHandler, opts ca
 			informer.RunWithContext(runCtx)
 		}()
 		s.informer, s.stop, s.stopped = informer, stop, stopped
-		return s.joined(informer, reg)
+		return s.joined(informer, reg, onWatchError)
 	}
 	reg, err := informer.AddEventHandlerWithOptions(h, opts)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("could not register the event handler: %w", err)
 	}
-	return s.joined(informer, reg)
+	return s.joined(informer, reg, onWatchError)
 }
 
 // joined counts a new user of informer, with s.mu held, and returns what
 // join returns.
-func (s *Shared) joined(informer cache.SharedIndexInformer, reg cache.ResourceEventHandlerRegistration) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, func(), error) {
+func (s *Shared) joined(informer cache.SharedIndexInformer, reg cache.ResourceEventHandlerRegistration, onWatchError cache.WatchErrorHandlerWithContext) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, func(), error) {
 	s.users++
+	if s.onError == nil {
+		s.onError = map[cache.ResourceEventHandlerRegistration]cache.WatchErrorHandlerWithContext{}
+	}
+	s.onError[reg] = onWatchError
 	var once sync.Once
 	leave := func() { once.Do(func() { s.leave(informer, reg) }) }
 	return informer, reg, leave, nil
@@ -146,6 +169,7 @@ func (s *Shared) leave(informer cache.SharedIndexInformer, reg cache.ResourceEve
 	// Removing fails only for a registration the informer does not know,
 	// which join never hands out.
 	_ = informer.RemoveEventHandler(reg)
+	delete(s.onError, reg)
 	s.users--
 	if s.users > 0 {
 		s.mu.Unlock()

@@ -16,6 +16,27 @@
 //	})
 //	if err != nil { ... }
 //	defer srv.Stop()
+//
+// # Limits
+//
+// Every server of this package (Start, Serve, ServeTLS) bounds what one
+// connection may hold, so that slow or idle clients cannot pile up
+// connections and memory:
+//
+//	| limit                           | value  | what it bounds                                        |
+//	|---------------------------------|--------|-------------------------------------------------------|
+//	| TLS handshake (ServeTLS)        | 5s     | from accept to the end of the handshake               |
+//	| reading a request's headers     | 5s     | from the first byte (or the end of the handshake)     |
+//	| reading a whole request         | 30s    | headers and body                                      |
+//	| handling and writing a response | 30s    | from the end of the headers to the last byte written  |
+//	| keep-alive between requests     | 90s    | an idle connection is closed after that               |
+//	| request headers                 | 32 KiB | larger answers 431 Request Header Fields Too Large    |
+//
+// net/http bounds the handshake by the smallest of its read and write
+// timeouts. The profiles under /debug/pprof/ (Config.EnableProfiling) run
+// for their seconds parameter, longer than the limits: their connection's
+// deadlines are lifted for that long. Scrapes, probes and admission
+// reviews all fit in these limits; none is configurable.
 package health
 
 import (
@@ -23,9 +44,12 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	stdlog "log"
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +92,7 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = log.Noop
 	}
+	lim := limits
 	mux := http.NewServeMux()
 	if cfg.Gatherer != nil {
 		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
@@ -86,11 +111,11 @@ func Start(cfg Config) (*Server, error) {
 		fmt.Fprintln(w, status)
 	})
 	if cfg.EnableProfiling {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/", lasting(lim, pprof.Index)) // named profiles: ?seconds= for a delta
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/profile", lasting(lim, pprof.Profile))
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		mux.HandleFunc("/debug/pprof/trace", lasting(lim, pprof.Trace))
 	}
 	return Serve(cfg.Addr, mux, cfg.Logger)
 }
@@ -113,13 +138,49 @@ func Serve(addr string, h http.Handler, logger log.Logger) (*Server, error) {
 	return serve(l, h, logger), nil
 }
 
+// serverLimits are the bounds of the package documentation's table.
+type serverLimits struct {
+	readHeader, read, write, idle time.Duration
+	maxHeaderBytes                int
+}
+
+// limits applies to every server started after it is set; tests shorten it.
+var limits = serverLimits{
+	// Also bounds the TLS handshake: net/http gives it the smallest of
+	// the read header, read and write timeouts.
+	readHeader: 5 * time.Second,
+	// A scrape, a probe or an AdmissionReview (at most a few MiB, sent by
+	// an API server that gives up after 30s) is read in well under that.
+	read: 30 * time.Second,
+	// The API server waits at most 30s for a webhook, Prometheus 10s by
+	// default for a scrape.
+	write: 30 * time.Second,
+	// Longer than Prometheus' usual scrape intervals and client-go's idle
+	// connection timeout (90s), so keep-alive connections get reused.
+	idle: 90 * time.Second,
+	// Bearer tokens are the largest headers expected, a few KiB. net/http
+	// allows 4 KiB more than this before answering 431.
+	maxHeaderBytes: 32 << 10,
+}
+
 func serve(l net.Listener, h http.Handler, logger log.Logger) *Server {
 	if logger == nil {
 		logger = log.Noop
 	}
+	lim := limits
 	s := &Server{
 		addr: l.Addr().String(),
-		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second},
+		srv: &http.Server{
+			Handler:           h,
+			ReadHeaderTimeout: lim.readHeader,
+			ReadTimeout:       lim.read,
+			WriteTimeout:      lim.write,
+			IdleTimeout:       lim.idle,
+			MaxHeaderBytes:    lim.maxHeaderBytes,
+			// Failed handshakes and the like, one per bad connection:
+			// Debug, not net/http's default of the standard logger.
+			ErrorLog: stdlog.New(debugWriter{logger}, "", 0),
+		},
 		done: make(chan struct{}),
 	}
 	go func() {
@@ -129,6 +190,35 @@ func serve(l net.Listener, h http.Handler, logger log.Logger) *Server {
 		}
 	}()
 	return s
+}
+
+// debugWriter logs what net/http's error log writes, at Debug.
+type debugWriter struct{ logger log.Logger }
+
+func (w debugWriter) Write(p []byte) (int, error) {
+	w.logger.Debug("http server connection error", "detail", strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+// lasting lifts the connection's deadlines for a handler that runs for its
+// seconds parameter (a CPU profile, a trace, a delta profile): the limits
+// then start after that many seconds. Without it the read timeout would
+// cancel the request's context and cut a profile short (pprof extends the
+// write deadline itself, but not the read deadline).
+func lasting(lim serverLimits, h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		// pprof's defaults when seconds is absent or invalid: 30s for a CPU
+		// profile, 1s for a trace, none for other profiles.
+		d := 30 * time.Second
+		if sec, err := strconv.ParseFloat(r.FormValue("seconds"), 64); err == nil && sec > 0 && sec < 1e6 {
+			d = time.Duration(sec * float64(time.Second))
+		}
+		rc := http.NewResponseController(w)
+		// Errors mean the connection has no deadlines to lift.
+		_ = rc.SetReadDeadline(time.Now().Add(d + lim.read))
+		_ = rc.SetWriteDeadline(time.Now().Add(d + lim.write))
+		h(w, r)
+	}
 }
 
 // Addr returns the address the server listens on (with the port chosen for
@@ -176,15 +266,35 @@ type Synced interface {
 	HasSynced() bool
 }
 
+// syncErrorer is a Synced that can say why it has not synced, as a
+// *controller.Controller does (a list that fails, objects that cannot be
+// decoded).
+type syncErrorer interface {
+	SyncError() error
+}
+
 // Readiness returns a Config.Ready: ready when every controller has synced,
 // or, with leader election (leader not nil), while this replica is a
 // standby. The status says which: "leading", "standby" or "synced" (without
-// leader election).
+// leader election). When not ready, the error says so ("leading, caches not
+// synced yet", or "caches not synced yet" without leader election),
+// followed by why for each controller that knows (SyncError, such as
+// "tenants: could not decode the retrieved objects of
+// *v1alpha1.Tenant: ..."): that is the body of /readyz's 503.
 func Readiness(leader *Leader, controllers ...Synced) func() (string, error) {
 	return func() (string, error) {
 		synced := true
+		var why []error
 		for _, c := range controllers {
-			synced = synced && c.HasSynced()
+			if c.HasSynced() {
+				continue
+			}
+			synced = false
+			if e, ok := c.(syncErrorer); ok {
+				if err := e.SyncError(); err != nil {
+					why = append(why, err)
+				}
+			}
 		}
 		switch {
 		case leader == nil && synced:
@@ -194,6 +304,13 @@ func Readiness(leader *Leader, controllers ...Synced) func() (string, error) {
 		case synced:
 			return "leading", nil
 		}
-		return "", errors.New("leading, caches not synced yet")
+		msg := "caches not synced yet"
+		if leader != nil {
+			msg = "leading, " + msg
+		}
+		if len(why) == 0 {
+			return "", errors.New(msg)
+		}
+		return "", fmt.Errorf("%s: %w", msg, errors.Join(why...))
 	}
 }

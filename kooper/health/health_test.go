@@ -140,3 +140,47 @@ func TestProfilingIsServedOnlyWhenEnabled(t *testing.T) {
 		}
 	}
 }
+
+// failing has not synced, and knows why.
+type failing struct{ err error }
+
+func (failing) HasSynced() bool    { return false }
+func (f failing) SyncError() error { return f.err }
+
+func TestReadinessSaysWhyControllersHaveNotSynced(t *testing.T) {
+	decode := errors.New("tenants: could not decode the retrieved objects of *v1alpha1.Tenant: quantities must match")
+	tests := []struct {
+		name        string
+		election    bool
+		controllers []health.Synced
+		want        []string
+	}{
+		{"without leader election", false, []health.Synced{synced(true), failing{decode}},
+			[]string{"caches not synced yet: ", decode.Error()}},
+		{"a leader", true, []health.Synced{failing{decode}, failing{errors.New("pods: could not list or watch *v1.Pod: forbidden")}},
+			[]string{"leading, caches not synced yet: ", decode.Error(), "pods: could not list or watch *v1.Pod: forbidden"}},
+		{"no reason known yet", true, []health.Synced{failing{}},
+			[]string{"leading, caches not synced yet"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var leader *health.Leader
+			if tt.election {
+				leader = health.NewLeader(nil)
+				leader.SetLeader("op", true)
+			}
+			_, err := health.Readiness(leader, tt.controllers...)()
+			if err == nil {
+				t.Fatal("got ready, want not ready")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("got %q, want it to contain %q", err, w)
+				}
+			}
+			if strings.HasPrefix(err.Error(), "leading") != tt.election {
+				t.Errorf("got %q, want it to start with leading only under leader election", err)
+			}
+		})
+	}
+}

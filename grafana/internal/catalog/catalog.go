@@ -54,6 +54,7 @@ const (
 	Panics         = "kooper_controller_handler_panics_total"
 	QueueLength    = "kooper_controller_queue_length"
 	Leader         = "kooper_controller_leader"
+	RetrieveErrors = "kooper_controller_retrieve_errors_total"
 
 	RESTRequests    = "kooper_rest_client_requests_total"
 	RESTLatency     = "kooper_rest_client_request_duration_seconds"
@@ -81,6 +82,7 @@ var families = []Family{
 	{Panics, Counter, []string{"controller"}, "handler panics, recovered and retried", Library},
 	{QueueLength, Gauge, []string{"controller"}, "keys waiting in the queue now", Library},
 	{Leader, Gauge, []string{"controller"}, "1 while this process holds the Lease named controller, 0 otherwise (only with leader election)", Library},
+	{RetrieveErrors, Counter, []string{"controller", "kind"}, "failed lists and watches of the cache: kind decode (an object the Go type cannot hold; nothing of that type is handled until it is fixed or deleted) or api", Library},
 
 	{RESTRequests, Counter, []string{"code", "method", "host"}, "requests to the API server, by HTTP status code", RESTClient},
 	{RESTLatency, Histogram, []string{"verb", "host"}, "API request latency, as the client saw it", RESTClient},

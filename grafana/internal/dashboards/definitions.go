@@ -19,7 +19,7 @@ func All() []Dashboard {
 			Rows: []Row{
 				{Title: "Queue", Panels: queuePanels()},
 				{Title: "Handling", Panels: handlingPanels()},
-				{Title: "Leader election and API server requests", Panels: append([]Panel{leaderPanel()}, restPanels()...)},
+				{Title: "Leader election and API server requests", Panels: append([]Panel{leaderPanel(), retrievePanel()}, restPanels()...)},
 				{Title: "Processes", Panels: processPanels()},
 			},
 		},
@@ -215,6 +215,18 @@ func leaderPanel() Panel {
 		Targets: []Target{{
 			Expr:   "max by (controller, instance) (" + sel(catalog.Leader) + ")",
 			Legend: "{{controller}} {{instance}}",
+		}},
+	}
+}
+
+func retrievePanel() Panel {
+	return Panel{
+		Title:       "Failed lists and watches per second, by kind",
+		Description: "Lists and watches of a controller's cache that failed (client-go retries them). decode: an object its Go type cannot hold; nothing of that type is handled until it is fixed or deleted, and /readyz says which. api: the API server refused or could not be reached.",
+		Unit:        "ops",
+		Targets: []Target{{
+			Expr:   "sum by (controller, kind) (" + rate(sel(catalog.RetrieveErrors)) + ")",
+			Legend: "{{controller}} {{kind}}",
 		}},
 	}
 }

@@ -22,6 +22,7 @@
 //	| kooper_controller_handler_panics_total    | counter   | controller          | handler panics (recovered, retried)    |
 //	| kooper_controller_queue_length            | gauge     | controller          | keys waiting in the queue now          |
 //	| kooper_controller_leader                  | gauge     | controller          | 1 while leading, 0 otherwise           |
+//	| kooper_controller_retrieve_errors_total   | counter   | controller, kind    | failed lists and watches of the cache  |
 //
 // RegisterRESTClientMetrics adds client-go's REST client metrics, for every
 // client of the process (see its documentation for why they are process-wide):
@@ -41,6 +42,10 @@
 //     RequeueAfter request, and "false" otherwise.
 //   - reason is "max_retries" or "terminal" ([controller.DropReasonMaxRetries],
 //     [controller.DropReasonTerminal]).
+//   - kind is "decode" when the API server's answer could not be decoded into
+//     the Retriever's Go type (one bad object blocks the whole cache until it
+//     is fixed or deleted) and "api" for any other failure
+//     ([controller.RetrieveErrorDecode], [controller.RetrieveErrorAPI]).
 //
 // No label ever holds an object's name, so the number of series grows with
 // the number of controllers, not with the number of objects.

@@ -46,6 +46,7 @@ func ExampleNew() {
 	// kooper_controller_queue_wait_seconds HISTOGRAM
 	// kooper_controller_queued_events_total COUNTER
 	// kooper_controller_retries_total COUNTER
+	// kooper_controller_retrieve_errors_total COUNTER
 }
 
 // One Recorder serves every controller of a process; their series differ by

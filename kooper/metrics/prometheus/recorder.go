@@ -19,6 +19,7 @@ const (
 	labelRequeue    = "requeue"
 	labelSuccess    = "success"
 	labelReason     = "reason"
+	labelKind       = "kind"
 )
 
 // DefaultBuckets returns the histogram buckets used when Options.Buckets is
@@ -66,6 +67,7 @@ type Recorder struct {
 	panics    *prom.CounterVec
 	queueLen  *prom.GaugeVec
 	leader    *prom.GaugeVec
+	retrieve  *prom.CounterVec
 
 	// children caches each controller's series: controller name to
 	// *children. Controller names are few and long-lived, so entries are
@@ -86,6 +88,7 @@ type children struct {
 	droppedTerminal             prom.Counter
 	panics                      prom.Counter
 	queueLen                    prom.Gauge
+	retrieveDecode, retrieveAPI prom.Counter
 }
 
 // New creates a Recorder and registers its metrics on reg. Registration is
@@ -136,11 +139,15 @@ func New(reg prom.Registerer, opts Options) (*Recorder, error) {
 			Name: "kooper_controller_leader",
 			Help: "1 while this process holds the controller's leader election lease, 0 otherwise.",
 		}, []string{labelController}),
+		retrieve: prom.NewCounterVec(prom.CounterOpts{
+			Name: "kooper_controller_retrieve_errors_total",
+			Help: "Failed lists and watches of a controller's cache, by kind: decode (an answer the Go type cannot hold) or api.",
+		}, []string{labelController, labelKind}),
 	}
 
-	// One collector for all eight metrics, so that registration either
+	// One collector for all nine metrics, so that registration either
 	// succeeds for all of them or changes nothing.
-	all := collectors{r.queued, r.queueWait, r.handle, r.retries, r.dropped, r.panics, r.queueLen, r.leader}
+	all := collectors{r.queued, r.queueWait, r.handle, r.retries, r.dropped, r.panics, r.queueLen, r.leader, r.retrieve}
 	if err := reg.Register(all); err != nil {
 		if errors.As(err, new(prom.AlreadyRegisteredError)) {
 			return nil, fmt.Errorf("could not register controller metrics, share one Recorder per registry instead of creating another: %w", err)
@@ -226,6 +233,24 @@ func (r *Recorder) AddQueueLength(controller string, delta int) {
 	r.forController(controller).queueLen.Add(float64(delta))
 }
 
+// IncRetrieveError implements controller.MetricsRecorder. A kind other
+// than controller.RetrieveErrorDecode or controller.RetrieveErrorAPI is
+// recorded as given, with a slower lookup.
+func (r *Recorder) IncRetrieveError(controllerName string, kind string) {
+	if r == nil {
+		return
+	}
+	c := r.forController(controllerName)
+	switch kind {
+	case controller.RetrieveErrorDecode:
+		c.retrieveDecode.Inc()
+	case controller.RetrieveErrorAPI:
+		c.retrieveAPI.Inc()
+	default:
+		r.retrieve.WithLabelValues(controllerName, kind).Inc()
+	}
+}
+
 // SetLeader sets kooper_controller_leader for name, the controller or lease
 // the election is for: 1 when leading is true, 0 otherwise. A leader election
 // runner calls it on every transition, starting with false while it waits.
@@ -260,6 +285,8 @@ func (r *Recorder) forController(name string) *children {
 		queueLen:          r.queueLen.WithLabelValues(name),
 	}
 	// endregion: series-at-zero
+	c.retrieveDecode = r.retrieve.WithLabelValues(name, controller.RetrieveErrorDecode)
+	c.retrieveAPI = r.retrieve.WithLabelValues(name, controller.RetrieveErrorAPI)
 	// Two goroutines may build children for the same name at once; both get
 	// the same underlying series from the vecs, and the first stored wins.
 	actual, _ := r.children.LoadOrStore(name, c)

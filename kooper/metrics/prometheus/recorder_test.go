@@ -46,6 +46,8 @@ func recordEverything(rec *kooperprom.Recorder) {
 	rec.IncRetry("pods")
 	rec.IncDropped("pods", controller.DropReasonMaxRetries)
 	rec.IncPanic("pods")
+	rec.IncRetrieveError("pods", controller.RetrieveErrorDecode)
+	rec.IncRetrieveError("pods", controller.RetrieveErrorDecode)
 	rec.AddQueueLength("pods", 3)
 	rec.AddQueueLength("pods", -1)
 	rec.SetLeader("pods", true)
@@ -140,6 +142,10 @@ kooper_controller_queued_events_total{controller="pods",requeue="true"} 2
 # HELP kooper_controller_retries_total Failed handlings that a controller will retry.
 # TYPE kooper_controller_retries_total counter
 kooper_controller_retries_total{controller="pods"} 1
+# HELP kooper_controller_retrieve_errors_total Failed lists and watches of a controller's cache, by kind: decode (an answer the Go type cannot hold) or api.
+# TYPE kooper_controller_retrieve_errors_total counter
+kooper_controller_retrieve_errors_total{controller="pods",kind="api"} 0
+kooper_controller_retrieve_errors_total{controller="pods",kind="decode"} 2
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
@@ -176,6 +182,8 @@ func TestFirstUseCreatesSeriesAtZero(t *testing.T) {
 		{"kooper_controller_dropped_total", map[string]string{"controller": "pods", "reason": "terminal"}},
 		{"kooper_controller_handler_panics_total", map[string]string{"controller": "pods"}},
 		{"kooper_controller_queue_length", map[string]string{"controller": "pods"}},
+		{"kooper_controller_retrieve_errors_total", map[string]string{"controller": "pods", "kind": "decode"}},
+		{"kooper_controller_retrieve_errors_total", map[string]string{"controller": "pods", "kind": "api"}},
 	}
 	for _, z := range zero {
 		if got := value(t, reg, z.name, z.labels); got != 0 {
