@@ -46,6 +46,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	crds := apiextensions.NewForConfigOrDie(c.Config()).ApiextensionsV1().CustomResourceDefinitions()
 	tenants := versioned.NewForConfigOrDie(c.Config()).TenancyV1alpha1().Tenants()
 	deployments := kube.AppsV1().Deployments(namespace)
+	policies := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
 
 	runMake := func(args ...string) string {
 		t.Helper()
@@ -84,6 +85,16 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 			}
 			return nil
 		})
+	}
+
+	// What lies outside the operators' namespace is installed too.
+	for _, name := range []string{"kooper-pod-terminator-ca-bundle-only", "kooper-multi-resource-tenant-namespaces", "kooper-multi-resource-admin-bindings"} {
+		if _, err := policies.Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("policy %s: %v", name, err)
+		}
+	}
+	if _, err := kube.RbacV1().RoleBindings("default").Get(ctx, "kooper-pod-terminator-events", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod-terminator's events RoleBinding in default: %v", err)
 	}
 
 	// A Tenant with a finalizer that only a running operator would remove.
@@ -138,6 +149,17 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	gone("the multi-resource Deployment", err)
 	_, err = kube.RbacV1().ClusterRoles().Get(ctx, "kooper-multi-resource", metav1.GetOptions{})
 	gone("the multi-resource ClusterRole", err)
+	for _, name := range []string{"kooper-multi-resource-tenant-namespaces", "kooper-multi-resource-admin-bindings"} {
+		_, err = policies.Get(ctx, name, metav1.GetOptions{})
+		gone("the multi-resource policy "+name, err)
+		_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
+		gone("the multi-resource policy binding "+name, err)
+	}
+	_, err = kube.NetworkingV1().NetworkPolicies(namespace).Get(ctx, "multi-resource", metav1.GetOptions{})
+	gone("the multi-resource NetworkPolicy", err)
+	if _, err := policies.Get(ctx, "kooper-pod-terminator-ca-bundle-only", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod-terminator's policy: %v, want it kept", err)
+	}
 	if _, err := crds.Get(ctx, "podterminators.chaos.kooperkit.io", metav1.GetOptions{}); err != nil {
 		t.Errorf("the PodTerminator CRD: %v, want it kept", err)
 	}
@@ -153,6 +175,10 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	gone("the PodTerminator CRD", err)
 	_, err = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "kooper-pod-terminator", metav1.GetOptions{})
 	gone("the webhook configuration", err)
+	_, err = policies.Get(ctx, "kooper-pod-terminator-ca-bundle-only", metav1.GetOptions{})
+	gone("the pod-terminator's policy", err)
+	_, err = kube.RbacV1().Roles("default").Get(ctx, "kooper-pod-terminator-events", metav1.GetOptions{})
+	gone("the pod-terminator's events Role in default", err)
 	eventually(t, 60*time.Second, "the namespace is deleted", func() error {
 		ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 		switch {

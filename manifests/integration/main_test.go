@@ -43,18 +43,25 @@ var operators = []struct {
 	group string
 	// kinds is what its kustomization renders, sorted, once per object.
 	kinds []string
+	// elsewhere names, as Kind/name, its namespaced objects that are not in
+	// namespace, with their namespace.
+	elsewhere map[string]string
 }{
 	{
 		name:  "pod-terminator",
 		group: "chaos.kooperkit.io",
-		kinds: []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "Role", "RoleBinding",
-			"Service", "Service", "ServiceAccount", "ValidatingWebhookConfiguration"},
+		kinds: []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
+			"Role", "Role", "RoleBinding", "RoleBinding", "Service", "Service", "ServiceAccount",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration"},
+		// Events about PodTerminators (cluster-scoped) are written in default.
+		elsewhere: map[string]string{"Role/kooper-pod-terminator-events": "default", "RoleBinding/kooper-pod-terminator-events": "default"},
 	},
 	{
 		name:  "multi-resource",
 		group: "tenancy.kooperkit.io",
-		kinds: []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "Role", "RoleBinding",
-			"Service", "ServiceAccount"},
+		kinds: []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
+			"Role", "RoleBinding", "Service", "ServiceAccount",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"},
 	},
 }
 

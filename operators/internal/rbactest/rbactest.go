@@ -9,6 +9,10 @@
 // CheckAllowed with those rules, then Can for a sample of what must be
 // denied. A SubjectAccessReview asks the authorizer only: nothing is read or
 // written, so the checks need no objects and no running operator.
+//
+// What RBAC cannot say (a name prefix, which fields change) the manifests
+// say with ValidatingAdmissionPolicies; CheckPolicyTypes tells whether the
+// API server type-checked one without a warning.
 package rbactest
 
 import (
@@ -16,7 +20,9 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -88,5 +94,34 @@ func CheckAllowed(t testing.TB, client kubernetes.Interface, user string, groups
 				}
 			}
 		}
+	}
+}
+
+// CheckPolicyTypes waits, at most timeout, until the API server has
+// type-checked the expressions of the ValidatingAdmissionPolicy name against
+// the schemas of the kinds it matches (the controller manager does it and
+// writes status.typeChecking), and reports each warning with t.Errorf. A
+// warning is not an error to the API server, yet it matters: an expression
+// naming a field the kind does not have fails at run time, or, behind ?.,
+// compares two absent values and lets any change through. It fails the test
+// if the policy cannot be read or is not type-checked in time.
+func CheckPolicyTypes(t testing.TB, client kubernetes.Interface, name string, timeout time.Duration) {
+	t.Helper()
+	var policy *admissionregistrationv1.ValidatingAdmissionPolicy
+	for deadline := time.Now().Add(timeout); ; time.Sleep(100 * time.Millisecond) {
+		var err error
+		policy, err = client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("could not get the policy %s: %v", name, err)
+		}
+		if policy.Status.TypeChecking != nil && policy.Status.ObservedGeneration == policy.Generation {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the policy %s was not type-checked after %s (is the controller manager running?)", name, timeout)
+		}
+	}
+	for _, w := range policy.Status.TypeChecking.ExpressionWarnings {
+		t.Errorf("policy %s, %s: %s", name, w.FieldRef, w.Warning)
 	}
 }

@@ -5,11 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	goruntime "runtime"
 	"strings"
 	"testing"
+	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -102,5 +106,69 @@ func TestCheckAllowed(t *testing.T) {
 				t.Errorf("got errors %q, want %q", rec.errors, tt.wantErrors)
 			}
 		})
+	}
+}
+
+func TestCheckPolicyTypes(t *testing.T) {
+	warning := admissionregistrationv1.ExpressionWarning{FieldRef: "spec.validations[0].expression", Warning: "undefined field 'nope'"}
+	tests := []struct {
+		name       string
+		status     admissionregistrationv1.ValidatingAdmissionPolicyStatus
+		wantErrors []string
+	}{
+		{name: "no warning, no error", status: admissionregistrationv1.ValidatingAdmissionPolicyStatus{
+			ObservedGeneration: 2, TypeChecking: &admissionregistrationv1.TypeChecking{},
+		}},
+		{
+			name: "each warning is an error",
+			status: admissionregistrationv1.ValidatingAdmissionPolicyStatus{
+				ObservedGeneration: 2, TypeChecking: &admissionregistrationv1.TypeChecking{ExpressionWarnings: []admissionregistrationv1.ExpressionWarning{warning}},
+			},
+			wantErrors: []string{"policy p, spec.validations[0].expression: undefined field 'nope'"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset(&admissionregistrationv1.ValidatingAdmissionPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 2}, Status: tt.status,
+			})
+			rec := &errorRecorder{TB: t}
+			rbactest.CheckPolicyTypes(rec, client, "p", time.Second)
+			if !reflect.DeepEqual(rec.errors, tt.wantErrors) {
+				t.Errorf("got errors %q, want %q", rec.errors, tt.wantErrors)
+			}
+		})
+	}
+}
+
+// fatalRecorder is a testing.TB whose Fatalf records and ends the goroutine,
+// as testing.T's does.
+type fatalRecorder struct {
+	testing.TB
+	fatal string
+}
+
+func (r *fatalRecorder) Helper() {}
+
+func (r *fatalRecorder) Fatalf(format string, args ...any) {
+	r.fatal = fmt.Sprintf(format, args...)
+	goruntime.Goexit()
+}
+
+func TestCheckPolicyTypesFailsWhenNotTypeCheckedInTime(t *testing.T) {
+	// Type checking of generation 1 only: generation 2 is not checked yet.
+	client := fake.NewClientset(&admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Generation: 2},
+		Status:     admissionregistrationv1.ValidatingAdmissionPolicyStatus{ObservedGeneration: 1, TypeChecking: &admissionregistrationv1.TypeChecking{}},
+	})
+	rec := &fatalRecorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rbactest.CheckPolicyTypes(rec, client, "p", 300*time.Millisecond)
+	}()
+	<-done
+	if want := "the policy p was not type-checked after 300ms"; !strings.Contains(rec.fatal, want) {
+		t.Errorf("got fatal %q, want it to say %q", rec.fatal, want)
 	}
 }

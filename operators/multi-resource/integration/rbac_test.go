@@ -1,21 +1,33 @@
 package integration_test
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/internal/rbactest"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/operator"
 )
@@ -26,6 +38,14 @@ const (
 	rbacManifestsDir = "../../../manifests/rbac/multi-resource"
 	rbacDeployDir    = "../../../manifests/multi-resource"
 	rbacUser         = "system:serviceaccount:" + operator.DefaultNamespace + ":" + operator.DefaultName
+	// The ValidatingAdmissionPolicies of rbacManifestsDir: every refusal
+	// names its policy.
+	rbacTenantPolicy = "kooper-multi-resource-tenant-namespaces"
+	// rbacEnforceLabel is the Pod Security label every namespace the
+	// account writes must carry, at restricted or baseline.
+	rbacEnforceLabel   = "pod-security.kubernetes.io/enforce"
+	rbacEnforceMessage = "may write a namespace only with the label pod-security.kubernetes.io/enforce set to restricted or baseline"
+	rbacBindingPolicy  = "kooper-multi-resource-admin-bindings"
 )
 
 // needed is what the multi-resource operator does, written out by hand: the
@@ -76,11 +96,210 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		{Namespace: "some-tenant", Group: "apps", Resource: "deployments", Verb: "create"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "cluster-admin"},
 		{Namespace: "some-tenant", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
+		// The operator records no Events.
+		{Namespace: "some-tenant", Resource: "events", Verb: "create"},
+		{Namespace: "default", Resource: "events", Verb: "create"},
 	}
 	for _, d := range denied {
 		if rbactest.Can(t, client, rbacUser, groups, d) {
 			t.Errorf("%s may %s %s/%s %q in %q, want denied", rbacUser, d.Verb, d.Group, d.Resource, d.Name, d.Namespace)
 		}
+	}
+}
+
+// RBAC lets the ServiceAccount write namespaces, and RoleBindings,
+// ResourceQuotas, LimitRanges and NetworkPolicies, anywhere; the admission
+// policies let it write only tenant namespaces (named tenant-*) and those
+// kinds only in them, and bind only the ClusterRole admin.
+func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	ctx := context.Background()
+	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	for _, p := range []string{rbacTenantPolicy, rbacBindingPolicy} {
+		rbactest.CheckPolicyTypes(t, admin, p, 60*time.Second)
+	}
+	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100))
+	suffix := rand.String(5)
+	cleanupNamespace := func(name string) {
+		t.Cleanup(func() {
+			if err := admin.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("could not delete namespace %s: %v", name, err)
+			}
+		})
+	}
+	namespace := func(name string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{rbacEnforceLabel: "restricted"}}}
+	}
+
+	// A new policy takes a moment to be enforced: until a namespace outside
+	// tenant-* is refused, one may be created (and is deleted at the end).
+	probe := 0
+	e2etest.Eventually(t, 60*time.Second, "the policy refuses a namespace kube-*", func() bool {
+		probe++
+		name := fmt.Sprintf("kube-rbac-%s-%d", suffix, probe)
+		_, err := asAccount.CoreV1().Namespaces().Create(ctx, namespace(name), metav1.CreateOptions{})
+		if err == nil {
+			cleanupNamespace(name)
+			return false
+		}
+		if !rbacRefused(err, rbacTenantPolicy, "may create or change only namespaces named tenant-*, not "+name) {
+			t.Fatalf("got %v, want the namespace created (policy not enforced yet) or refused by %s", err, rbacTenantPolicy)
+		}
+		return true
+	})
+
+	tenantNS := tenancyv1alpha1.NamespacePrefix + "rbac-" + suffix
+	if err := admin.RbacV1().ClusterRoles().Delete(ctx, "rbac-test-subset", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	// A ClusterRole granting nothing the account does not hold: RBAC lets
+	// it bind this one without the bind verb.
+	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "rbac-test-subset"},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"list"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoles().Delete(ctx, "rbac-test-subset", metav1.DeleteOptions{}) })
+	// A NetworkPolicy outside the tenants, which the account may not delete.
+	_, err = admin.NetworkingV1().NetworkPolicies("default").Create(ctx, rbacNetworkPolicy("rbac-"+suffix), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = admin.NetworkingV1().NetworkPolicies("default").Delete(ctx, "rbac-"+suffix, metav1.DeleteOptions{})
+	})
+
+	binding := func(ns, role string) *rbacv1.RoleBinding {
+		return &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "rbac-" + role, Namespace: ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}},
+		}
+	}
+	quota := func(ns string) *corev1.ResourceQuota {
+		return &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Name: "rbac", Namespace: ns},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
+		}
+	}
+	limits := func(ns string) *corev1.LimitRange {
+		return &corev1.LimitRange{
+			ObjectMeta: metav1.ObjectMeta{Name: "rbac", Namespace: ns},
+			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+				Type: corev1.LimitTypeContainer, Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+			}}},
+		}
+	}
+	labelPatch := []byte(`{"metadata":{"labels":{"rbac-test":"changed"}}}`)
+	outside := func(kind string) string {
+		return "may write " + kind + " only in namespaces named tenant-*, not in default"
+	}
+	for _, tc := range []struct {
+		name   string
+		act    func() error
+		policy string // the policy that refuses it, or "" when allowed
+		want   string // in the refusal
+	}{
+		{name: "create a tenant namespace", act: func() error {
+			_, err := asAccount.CoreV1().Namespaces().Create(ctx, namespace(tenantNS), metav1.CreateOptions{})
+			if err == nil {
+				cleanupNamespace(tenantNS)
+			}
+			return err
+		}},
+		{name: "relabel a tenant namespace", act: func() error {
+			_, err := asAccount.CoreV1().Namespaces().Patch(ctx, tenantNS, types.MergePatchType, labelPatch, metav1.PatchOptions{})
+			return err
+		}},
+		{name: "a tenant namespace without a Pod Security level", policy: rbacTenantPolicy, want: rbacEnforceMessage, act: func() error {
+			name := tenantNS + "-nolevel"
+			_, err := asAccount.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			if err == nil {
+				cleanupNamespace(name)
+			}
+			return err
+		}},
+		{name: "lower a tenant namespace to privileged", policy: rbacTenantPolicy, want: rbacEnforceMessage, act: func() error {
+			patch := []byte(`{"metadata":{"labels":{"` + rbacEnforceLabel + `":"privileged"}}}`)
+			_, err := asAccount.CoreV1().Namespaces().Patch(ctx, tenantNS, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		}},
+		{name: "relabel namespace default", policy: rbacTenantPolicy, want: "may create or change only namespaces named tenant-*, not default", act: func() error {
+			_, err := asAccount.CoreV1().Namespaces().Patch(ctx, "default", types.MergePatchType, labelPatch, metav1.PatchOptions{})
+			return err
+		}},
+		{name: "bind admin in a tenant namespace", act: func() error {
+			_, err := asAccount.RbacV1().RoleBindings(tenantNS).Create(ctx, binding(tenantNS, "admin"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "bind admin in default", policy: rbacTenantPolicy, want: outside("rolebindings"), act: func() error {
+			_, err := asAccount.RbacV1().RoleBindings("default").Create(ctx, binding("default", "admin"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "bind another role in a tenant namespace", policy: rbacBindingPolicy, want: "may bind only the ClusterRole admin, not the ClusterRole rbac-test-subset", act: func() error {
+			_, err := asAccount.RbacV1().RoleBindings(tenantNS).Create(ctx, binding(tenantNS, "rbac-test-subset"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "a quota in a tenant namespace", act: func() error {
+			_, err := asAccount.CoreV1().ResourceQuotas(tenantNS).Create(ctx, quota(tenantNS), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "a quota in default", policy: rbacTenantPolicy, want: outside("resourcequotas"), act: func() error {
+			_, err := asAccount.CoreV1().ResourceQuotas("default").Create(ctx, quota("default"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "limits in a tenant namespace", act: func() error {
+			_, err := asAccount.CoreV1().LimitRanges(tenantNS).Create(ctx, limits(tenantNS), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "limits in default", policy: rbacTenantPolicy, want: outside("limitranges"), act: func() error {
+			_, err := asAccount.CoreV1().LimitRanges("default").Create(ctx, limits("default"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "a network policy in a tenant namespace", act: func() error {
+			_, err := asAccount.NetworkingV1().NetworkPolicies(tenantNS).Create(ctx, rbacNetworkPolicy("isolation"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "delete a network policy in a tenant namespace", act: func() error {
+			return asAccount.NetworkingV1().NetworkPolicies(tenantNS).Delete(ctx, "isolation", metav1.DeleteOptions{})
+		}},
+		{name: "a network policy in default", policy: rbacTenantPolicy, want: outside("networkpolicies"), act: func() error {
+			_, err := asAccount.NetworkingV1().NetworkPolicies("default").Create(ctx, rbacNetworkPolicy("isolation"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "delete a network policy in default", policy: rbacTenantPolicy, want: outside("networkpolicies"), act: func() error {
+			return asAccount.NetworkingV1().NetworkPolicies("default").Delete(ctx, "rbac-"+suffix, metav1.DeleteOptions{})
+		}},
+	} {
+		// In order: the tenant namespace is created first.
+		err := tc.act()
+		switch {
+		case tc.policy == "" && err != nil:
+			t.Errorf("%s: got %v, want it allowed", tc.name, err)
+		case tc.policy != "" && !rbacRefused(err, tc.policy, tc.want):
+			t.Errorf("%s: got %v, want it refused by %s: %s", tc.name, err, tc.policy, tc.want)
+		}
+	}
+}
+
+// rbacRefused reports whether err is a refusal by the admission policy
+// whose message includes want.
+func rbacRefused(err error, policy, want string) bool {
+	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+policy+"'") &&
+		strings.Contains(err.Error(), want)
+}
+
+// rbacNetworkPolicy returns a NetworkPolicy denying all ingress, as the
+// operator writes for an isolated Tenant.
+func rbacNetworkPolicy(name string) *networkingv1.NetworkPolicy {
+	return &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       networkingv1.NetworkPolicySpec{PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}},
 	}
 }
 

@@ -1,16 +1,25 @@
 package integration_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/kooper/event"
+	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/internal/rbactest"
 )
 
@@ -27,7 +36,6 @@ var needed = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"list", "watch", "delete"}},
 	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
-	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"kooper-pod-terminator"}, Verbs: []string{"get", "update"}},
 }
 
@@ -39,10 +47,22 @@ var neededInNamespace = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"pod-terminator-webhook-tls"}, Verbs: []string{"get", "update"}},
 }
 
+// neededInEventsNamespace is what it does in eventsNamespace: write Events
+// about PodTerminators, which client-go's recorder puts there because a
+// PodTerminator has no namespace. The events Role must grant exactly this.
+var neededInEventsNamespace = []rbacv1.PolicyRule{
+	{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+}
+
 // endregion: needed
 
+// eventsNamespace is where the Events of cluster-scoped objects are written.
+const eventsNamespace = metav1.NamespaceDefault
+
 func TestTheRolesGrantExactlyWhatIsNeeded(t *testing.T) {
-	for file, want := range map[string][]rbacv1.PolicyRule{"cluster_role.yaml": needed, "role.yaml": neededInNamespace} {
+	for file, want := range map[string][]rbacv1.PolicyRule{
+		"cluster_role.yaml": needed, "role.yaml": neededInNamespace, "events_role.yaml": neededInEventsNamespace,
+	} {
 		if got := rbactest.ReadRules(t, filepath.Join(rbacDir, file)); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: got rules %+v\nwant exactly %+v", file, got, want)
 		}
@@ -66,6 +86,7 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 	// region: check
 	rbactest.CheckAllowed(t, client, user, groups, "some-namespace", needed)
 	rbactest.CheckAllowed(t, client, user, groups, "kooper-system", neededInNamespace)
+	rbactest.CheckAllowed(t, client, user, groups, eventsNamespace, neededInEventsNamespace)
 	denied := []authorizationv1.ResourceAttributes{
 		{Namespace: "some-namespace", Resource: "secrets", Verb: "get"},
 		{Namespace: "some-namespace", Resource: "pods", Verb: "create"},
@@ -79,6 +100,9 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		{Namespace: "kooper-system", Resource: "secrets", Verb: "list"},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "update", Name: "someone-elses-webhook"},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "list"},
+		{Namespace: "some-namespace", Resource: "events", Verb: "create"},
+		{Namespace: "kooper-system", Resource: "events", Verb: "patch"},
+		{Namespace: eventsNamespace, Resource: "events", Verb: "delete"},
 	}
 	for _, d := range denied {
 		if rbactest.Can(t, client, user, groups, d) {
@@ -86,4 +110,41 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		}
 	}
 	// endregion: check
+}
+
+// The Events about a PodTerminator, written as the operator writes them
+// (kooper/event, client-go's recorder) and as its ServiceAccount, land in
+// eventsNamespace: client-go puts the Events of an object without a
+// namespace there, and the events Role lets the account write them there.
+// A refused write is only logged by the recorder, so the Event would be
+// missing.
+func TestTheEventsOfAPodTerminatorAreWrittenWhereTheAccountMay(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	applyKustomizations(t, rbacDir)
+	scheme := runtime.NewScheme()
+	if err := chaosv1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100))
+	recorder, err := event.New(event.Config{Client: asAccount, Component: "rbac-test", Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "rbac-events-" + rand.String(5)
+	recorder.Normal(&chaosv1alpha1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}},
+		"RBACTest", "written by the ServiceAccount")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recorder.Shutdown(ctx) // writes the queued Event
+
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	events, err := admin.CoreV1().Events(metav1.NamespaceAll).List(context.Background(), metav1.ListOptions{FieldSelector: "involvedObject.name=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) != 1 || events.Items[0].Namespace != eventsNamespace || events.Items[0].Reason != "RBACTest" {
+		t.Fatalf("got events %+v, want one, RBACTest, in namespace %s", events.Items, eventsNamespace)
+	}
 }
