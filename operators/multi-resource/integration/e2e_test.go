@@ -278,9 +278,10 @@ func TestTenantsEndToEnd(t *testing.T) {
 			t.Errorf("got %v handler calls in a 10s quiet window after convergence, want 0 (a hot loop)", quiet)
 		}
 		// Per Tenant: its creation and its status write (2), one per child
-		// created (5 events, most dropped as echoes of our own writes before
-		// reaching the handler, but counted here), the quota controller's
-		// status writes, and a few conflicts. A hot loop would exceed this.
+		// created and two for the namespace, created then applied (6
+		// events, most dropped as echoes of our own writes before reaching
+		// the handler, but counted here), the quota controller's status
+		// writes, and a few conflicts. A hot loop would exceed this.
 		if perTenant > maxCallsPerTenant {
 			t.Errorf("got %.1f handler calls per Tenant, want at most %d", perTenant, maxCallsPerTenant)
 		}

@@ -4,7 +4,10 @@
 // and makes the world match it: the namespace and its objects are written
 // with server-side apply, so a handling that finds everything in place
 // writes nothing, and one that finds a child changed or missing restores it,
-// leaving other fields and other objects alone.
+// leaving other fields and other objects alone. The namespace is created
+// before it is first applied, and never adopted: one that exists is used
+// only if its controller is this very Tenant (same UID, not just the same
+// name).
 //
 // There is no delete logic: every child has a controller owner reference to
 // the Tenant, and the garbage collector deletes them with it. A finalizer is
@@ -14,13 +17,17 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
@@ -80,26 +87,6 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 		return controller.Terminal(fmt.Errorf("%s", msg))
 	}
 
-	// region: adopt
-	// Never adopt a namespace someone else made: applying would add our
-	// owner reference, and deleting the Tenant would delete their namespace.
-	// Once we have applied it, it is ours: no need to ask again.
-	if !h.Writes.wrote(tenant.KindNamespace, "", ns, "") {
-		existing, err := h.Kube.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return fmt.Errorf("could not get namespace %s: %w", ns, err)
-		case !tenant.OwnedBy(existing, t):
-			msg := fmt.Sprintf("namespace %s exists and does not belong to this Tenant: rename the Tenant or delete the namespace", ns)
-			if err := h.setStatus(ctx, t, ns, nil, metav1.ConditionFalse, tenancyv1alpha1.ReasonNamespaceConflict, msg); err != nil {
-				return err
-			}
-			return controller.Terminal(fmt.Errorf("%s", msg))
-		}
-	}
-	// endregion: adopt
-
 	trig, triggered := triggerFrom(ctx)
 	var (
 		children []tenancyv1alpha1.Child
@@ -114,7 +101,7 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 			errs = append(errs, fmt.Errorf("could not apply %s %s: %w", kind, name, err))
 			return
 		}
-		wr := write{rv: obj.GetResourceVersion(), applied: h.appliedAt(obj), generation: t.Generation}
+		wr := write{rv: obj.GetResourceVersion(), applied: h.appliedAt(obj), generation: t.Generation, owner: t.UID}
 		if h.Metrics != nil && h.repaired(kind, namespace, name, t, wr, trig, triggered) {
 			h.Metrics.DriftRepaired(kind)
 		}
@@ -128,8 +115,30 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 	want := tenant.Desired(t)
 
 	// The namespace first: nothing else can exist without it.
-	nsObj, err := h.Kube.CoreV1().Namespaces().Apply(ctx, want.Namespace, opts)
-	if err == nil && nsObj.DeletionTimestamp != nil {
+	nsObj, owned, err := h.namespace(ctx, t, want.Namespace, opts)
+	switch {
+	case err != nil:
+		applied(tenant.KindNamespace, "", ns, nil, err)
+		_ = h.setStatus(ctx, t, ns, children, metav1.ConditionFalse, tenancyv1alpha1.ReasonApplyFailed, err.Error())
+		return errs[0]
+	case !owned && leftBehind(nsObj, t):
+		// Never adopted, but not someone else's for good either: it goes
+		// away on its own, and is then made for this Tenant.
+		msg := fmt.Sprintf("namespace %s is being deleted; it is made for this Tenant once gone", ns)
+		if nsObj.DeletionTimestamp == nil {
+			msg = fmt.Sprintf("namespace %s still belongs to an earlier Tenant %s (UID %s); it is made for this Tenant once the garbage collector has deleted it", ns, t.Name, metav1.GetControllerOfNoCopy(nsObj).UID)
+		}
+		if err := h.setStatus(ctx, t, ns, nil, metav1.ConditionFalse, tenancyv1alpha1.ReasonNamespaceDeleting, msg); err != nil {
+			return err
+		}
+		return controller.RequeueAfter(namespaceRetry)
+	case !owned:
+		msg := fmt.Sprintf("namespace %s exists and does not belong to this Tenant: rename the Tenant or delete the namespace", ns)
+		if err := h.setStatus(ctx, t, ns, nil, metav1.ConditionFalse, tenancyv1alpha1.ReasonNamespaceConflict, msg); err != nil {
+			return err
+		}
+		return controller.Terminal(fmt.Errorf("%s", msg))
+	case nsObj.DeletionTimestamp != nil:
 		// Deleted by hand: wait until it is gone, then make it anew.
 		h.Writes.forget(tenant.KindNamespace, "", ns)
 		msg := fmt.Sprintf("namespace %s is being deleted; it is made again once gone", ns)
@@ -138,11 +147,7 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 		}
 		return controller.RequeueAfter(namespaceRetry)
 	}
-	applied(tenant.KindNamespace, "", ns, nsObj, err)
-	if err != nil {
-		_ = h.setStatus(ctx, t, ns, children, metav1.ConditionFalse, tenancyv1alpha1.ReasonApplyFailed, err.Error())
-		return errs[0]
-	}
+	applied(tenant.KindNamespace, "", ns, nsObj, nil)
 
 	quota, err := h.Kube.CoreV1().ResourceQuotas(ns).Apply(ctx, want.Quota, opts)
 	applied(tenant.KindResourceQuota, ns, tenant.QuotaName, quota, err)
@@ -195,15 +200,98 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 	// endregion: status
 }
 
+// region: adopt
+
+// namespace makes t's namespace match want and returns it as the API server
+// has it, or owned false, leaving it untouched, when it exists and t is not
+// its controller: never adopt a namespace this Tenant did not make. Applying
+// would add t's owner reference, so deleting t would delete someone else's
+// namespace, and bind t's admins in it. That holds for a namespace a
+// previous Tenant of the same name made, too (deleted with orphan
+// propagation, or not yet collected): ownership is the Tenant's UID, never
+// its name.
+//
+// Create, not apply, makes the namespace: a forced apply would also take
+// over one made by someone else meanwhile. A namespace already there is read
+// and checked. The write record saves that read only when this handler last
+// applied the namespace for this very Tenant (same UID).
+func (h *Handler) namespace(ctx context.Context, t *tenancyv1alpha1.Tenant, want *corev1ac.NamespaceApplyConfiguration, opts metav1.ApplyOptions) (_ *corev1.Namespace, owned bool, _ error) {
+	name := *want.Name
+	if last, ok := h.Writes.last(tenant.KindNamespace, "", name); !ok || last.owner != t.UID {
+		obj, err := newNamespace(want)
+		if err != nil {
+			return nil, false, err
+		}
+		made, err := h.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{FieldManager: h.FieldManager})
+		switch {
+		case err == nil:
+			// Ours: recorded at once, so that the creation's event, which
+			// may come before the apply below returns, is an echo. The
+			// apply makes the operator the owner of its fields (a create
+			// is an update in managedFields).
+			rv := made.ResourceVersion
+			h.Writes.record(tenant.KindNamespace, "", name, write{rv: rv, createdRV: rv, generation: t.Generation, owner: t.UID})
+		case apierrors.IsAlreadyExists(err):
+			existing, err := h.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return nil, false, fmt.Errorf("could not read the existing namespace: %w", err)
+			}
+			if !tenant.OwnedBy(existing, t) {
+				return existing, false, nil
+			}
+			if existing.DeletionTimestamp != nil {
+				return existing, true, nil
+			}
+		default:
+			return nil, false, err
+		}
+	}
+	obj, err := h.Kube.CoreV1().Namespaces().Apply(ctx, want, opts)
+	if err != nil {
+		return nil, true, err
+	}
+	return obj, true, nil
+}
+
+// endregion: adopt
+
+// leftBehind reports whether ns, which t does not own, is on its way out:
+// being deleted, or still controlled by an earlier Tenant of t's name (same
+// name, another UID), which the garbage collector deletes it with. A
+// Tenant deleted with orphan propagation loses that owner reference
+// instead, and its namespace then stays someone else's.
+func leftBehind(ns *corev1.Namespace, t *tenancyv1alpha1.Tenant) bool {
+	if ns.DeletionTimestamp != nil {
+		return true
+	}
+	ref := metav1.GetControllerOfNoCopy(ns)
+	return ref != nil && ref.Kind == "Tenant" && ref.Name == t.Name && ref.UID != t.UID &&
+		strings.HasPrefix(ref.APIVersion, tenancyv1alpha1.SchemeGroupVersion.Group+"/")
+}
+
+// newNamespace returns the namespace want describes, to create.
+func newNamespace(want *corev1ac.NamespaceApplyConfiguration) (*corev1.Namespace, error) {
+	// An apply configuration is the object's JSON with only the fields set.
+	data, err := json.Marshal(want)
+	if err != nil {
+		return nil, fmt.Errorf("could not encode namespace %s: %w", *want.Name, err)
+	}
+	var ns corev1.Namespace
+	if err := json.Unmarshal(data, &ns); err != nil {
+		return nil, fmt.Errorf("could not decode namespace %s: %w", *want.Name, err)
+	}
+	return &ns, nil
+}
+
 // region: repaired
 
 // repaired reports whether applying a child just restored it after someone
 // else deleted or changed it:
 //   - its deletion made this handling happen, or
-//   - since the handler last applied it, for the same Tenant generation
-//     (not a spec change), its resourceVersion moved and the operator's
-//     own fields changed again now (not someone else's fields, like the
-//     quota controller's status).
+//   - since the handler last applied it (not just created it), for the
+//     same Tenant generation (not a spec change), its resourceVersion moved
+//     and the operator's own fields changed again now (not someone else's
+//     fields, like the quota controller's status).
 //
 // A change is seen whichever handling repairs it first, at the granularity
 // of managedFields times (seconds).
@@ -212,7 +300,7 @@ func (h *Handler) repaired(kind, namespace, name string, t *tenancyv1alpha1.Tena
 		return true
 	}
 	before, ok := h.Writes.last(kind, namespace, name)
-	return ok && before.generation == t.Generation && before.rv != now.rv && now.applied.After(before.applied)
+	return ok && (before.createdRV == "" || before.rv != before.createdRV) && before.generation == t.Generation && before.rv != now.rv && now.applied.After(before.applied)
 }
 
 // endregion: repaired

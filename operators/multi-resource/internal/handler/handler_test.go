@@ -3,8 +3,10 @@ package handler_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -207,5 +209,183 @@ func TestDefaultLimitsAboveTheQuotaAreReported(t *testing.T) {
 	c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
 	if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "warning: defaultLimits.cpu 3 exceeds quota.cpu 2") {
 		t.Errorf("got Ready %+v, want True with a warning naming both", c)
+	}
+}
+
+// A Tenant deleted and made again under the same name is a new Tenant (a
+// new UID): it never takes over the namespace of the old one, even though
+// this handler applied it and still remembers that write. Otherwise its
+// admins would be bound as admin in a namespace holding someone else's
+// workloads and secrets.
+func TestANewTenantOfTheSameNameNeverTakesOverTheNamespace(t *testing.T) {
+	tests := []struct {
+		name string
+		// gone turns the old Tenant's namespace into what the new Tenant
+		// finds.
+		gone func(ns *corev1.Namespace)
+		// wait: the namespace goes away on its own, so the Tenant waits
+		// for it (NamespaceDeleting, requeued) instead of giving up
+		// (NamespaceConflict, terminal). Either way nothing is adopted.
+		wait bool
+	}{
+		{"deleted with orphan propagation: no owner left", func(ns *corev1.Namespace) { ns.OwnerReferences = nil }, false},
+		{"deleted, not yet collected: still owned by the old Tenant", func(*corev1.Namespace) {}, true},
+		{"someone else's Tenant kind owns it", func(ns *corev1.Namespace) { ns.OwnerReferences[0].APIVersion = "example.com/v1" }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			h, kube, tenancy := newHandler(t, acme(false))
+			if err := h.Handle(ctx, acme(false)); err != nil {
+				t.Fatal(err)
+			}
+			ns, err := kube.CoreV1().Namespaces().Get(ctx, "tenant-acme", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.gone(ns)
+			if _, err := kube.CoreV1().Namespaces().Update(ctx, ns, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			// The new Tenant: same name, new UID, other admins.
+			again := acme(false)
+			again.UID = "acme-uid-2"
+			again.Spec.Admins = []tenancyv1alpha1.Admin{{Kind: "User", Name: "mallory"}}
+			if err := tenancy.TenancyV1alpha1().Tenants().Delete(ctx, "acme", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tenancy.TenancyV1alpha1().Tenants().Create(ctx, again, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			kube.ClearActions()
+
+			err = h.Handle(ctx, again)
+			wantReason := tenancyv1alpha1.ReasonNamespaceConflict
+			if tt.wait {
+				wantReason = tenancyv1alpha1.ReasonNamespaceDeleting
+				if after, ok := controller.RequeueDelay(err); !ok || after <= 0 {
+					t.Errorf("got %v, want a requeue after a while", err)
+				}
+			} else if !controller.IsTerminal(err) {
+				t.Errorf("got %v, want a terminal error", err)
+			}
+			c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+			if c.Status != metav1.ConditionFalse || c.Reason != wantReason {
+				t.Errorf("got Ready %+v, want False with %s", c, wantReason)
+			}
+			for _, a := range kube.Actions() {
+				if a.GetVerb() == "patch" || a.GetVerb() == "update" {
+					t.Errorf("got %s %s, want nothing written", a.GetVerb(), a.GetResource().Resource)
+				}
+			}
+			binding, err := kube.RbacV1().RoleBindings("tenant-acme").Get(ctx, tenant.RoleBindingName, metav1.GetOptions{})
+			if err != nil || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "alice" {
+				t.Errorf("got binding %+v (%v), want alice's, untouched", binding, err)
+			}
+			if got, _ := kube.CoreV1().Namespaces().Get(ctx, "tenant-acme", metav1.GetOptions{}); tenant.OwnedBy(got, again) {
+				t.Errorf("got namespace owners %+v, want the new Tenant not among them", got.OwnerReferences)
+			}
+		})
+	}
+}
+
+// The namespace is made with a create, which fails if it exists: a forced
+// apply would take over one made between a check and the apply. Once the
+// handler has applied it for this very Tenant (same UID), it applies it
+// directly; after a restart (no record) it reads it once to check it.
+func TestTheNamespaceCalls(t *testing.T) {
+	ctx := context.Background()
+	h, kube, _ := newHandler(t, acme(false))
+	handle := func(h *handler.Handler) []string {
+		t.Helper()
+		kube.ClearActions()
+		if err := h.Handle(ctx, acme(false)); err != nil {
+			t.Fatal(err)
+		}
+		var verbs []string
+		for _, a := range kube.Actions() {
+			if a.GetResource().Resource == "namespaces" {
+				verbs = append(verbs, a.GetVerb())
+			}
+		}
+		return verbs
+	}
+	for _, step := range []struct {
+		name string
+		h    *handler.Handler
+		want []string
+	}{
+		{"a new Tenant: create, then apply", h, []string{"create", "patch"}},
+		{"handled again: apply only", h, []string{"patch"}},
+		{"after a restart: create, read, apply", &handler.Handler{Kube: kube, Tenancy: h.Tenancy, FieldManager: "test", Writes: &handler.Writes{}}, []string{"create", "get", "patch"}},
+	} {
+		if got := handle(step.h); !slices.Equal(got, step.want) {
+			t.Errorf("%s: got namespace calls %v, want %v", step.name, got, step.want)
+		}
+	}
+}
+
+// A namespace of the Tenant being deleted is not written: the handler waits
+// for it to go.
+func TestATerminatingNamespaceIsWaitedFor(t *testing.T) {
+	ctx := context.Background()
+	yes := true
+	terminating := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: "tenant-acme", DeletionTimestamp: &metav1.Time{Time: time.Now()}, Finalizers: []string{"kubernetes"},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "tenancy.kooperkit.io/v1alpha1", Kind: "Tenant", Name: "acme", UID: "acme-uid", Controller: &yes}},
+	}}
+	h, kube, tenancy := newHandler(t, acme(false), terminating)
+	err := h.Handle(ctx, acme(false))
+	if after, ok := controller.RequeueDelay(err); !ok || after <= 0 {
+		t.Errorf("got %v, want a requeue after a while", err)
+	}
+	c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+	if c.Reason != tenancyv1alpha1.ReasonNamespaceDeleting {
+		t.Errorf("got Ready %+v, want NamespaceDeleting", c)
+	}
+	for _, a := range kube.Actions() {
+		if a.GetVerb() == "patch" {
+			t.Errorf("got patch %s, want nothing applied", a.GetResource().Resource)
+		}
+	}
+}
+
+// The namespace is written twice for a new Tenant, created then applied:
+// the events of both writes are echoes, whichever order they come in.
+func TestTheNamespaceCreationIsAnEchoToo(t *testing.T) {
+	ctx := context.Background()
+	h, kube, _ := newHandler(t, acme(false))
+	// The fake clientset keeps no resourceVersions: give the creation one.
+	kube.PrependReactor("create", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		ns := a.(k8stesting.CreateAction).GetObject().(*corev1.Namespace).DeepCopy()
+		ns.ResourceVersion = "created"
+		return true, ns, nil
+	})
+	if err := h.Handle(ctx, acme(false)); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := kube.CoreV1().Namespaces().Get(ctx, "tenant-acme", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := applied.DeepCopy()
+	created.ResourceVersion = "created"
+	edited := applied.DeepCopy()
+	edited.ResourceVersion = "someone-else"
+
+	n := &next{}
+	mw := handler.Children(tenant.KindNamespace, h.Writes)(n)
+	for _, ev := range []struct {
+		name   string
+		obj    *corev1.Namespace
+		passed int
+	}{
+		{"the apply's event", applied, 0},
+		{"the creation's event, after the apply's", created, 0},
+		{"someone else's change", edited, 1},
+	} {
+		if err := mw.Handle(ctx, ev.obj); err != nil || len(n.calls) != ev.passed {
+			t.Errorf("%s: got %v and %d calls passed on in all, want %d", ev.name, err, len(n.calls), ev.passed)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kooperkit/kooper/kooper/controller"
 )
@@ -30,9 +31,18 @@ type write struct {
 	// (its managedFields entry); generation is the Tenant's generation then.
 	applied    time.Time
 	generation int64
+	// owner is the UID of the Tenant it was applied for.
+	owner types.UID
+	// createdRV is the resourceVersion the handler created the child at
+	// (with a create, not an apply), kept by later records for the same
+	// Tenant: the creation's event is an echo too, whenever it comes.
+	createdRV string
 }
 
 func (w *Writes) record(kind, namespace, name string, wr write) {
+	if before, ok := w.last(kind, namespace, name); ok && wr.createdRV == "" && before.owner == wr.owner {
+		wr.createdRV = before.createdRV
+	}
 	w.m.Store(childKey{kind, namespace, name}, wr)
 }
 
@@ -48,11 +58,11 @@ func (w *Writes) forget(kind, namespace, name string) {
 	w.m.Delete(childKey{kind, namespace, name})
 }
 
-// wrote reports whether the handler applied this child at resourceVersion
-// rv (any version when rv is empty).
+// wrote reports whether the handler wrote this child at resourceVersion
+// rv, with its last apply or its creation.
 func (w *Writes) wrote(kind, namespace, name, rv string) bool {
 	got, ok := w.last(kind, namespace, name)
-	return ok && (rv == "" || got.rv == rv)
+	return ok && (got.rv == rv || (got.createdRV != "" && got.createdRV == rv))
 }
 
 // Len returns the number of children remembered.

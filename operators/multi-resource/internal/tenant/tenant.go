@@ -6,7 +6,9 @@
 // Every child carries the labels ManagedByLabel=ManagedBy (the child
 // controllers watch only those) and TenantLabel=<tenant>, and a controller
 // owner reference to the Tenant: deleting the Tenant deletes them through
-// the garbage collector.
+// the garbage collector. The namespace also carries the Pod Security labels
+// of the Tenant's level (PodSecurity): the operator owns them, so a hand
+// edit lowering the level is undone like any other drift.
 package tenant
 
 import (
@@ -31,6 +33,22 @@ const (
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = "kooper-multi-resource"
 	TenantLabel    = "tenancy.kooperkit.io/tenant"
+)
+
+// Pod Security Admission labels of a namespace: the level its pods must
+// meet (enforce: others are refused), are warned about (warn: on creation
+// of a pod or of a workload whose pod template violates it) and audited
+// (audit), each with the version of the standard to apply.
+const (
+	PodSecurityEnforceLabel        = "pod-security.kubernetes.io/enforce"
+	PodSecurityEnforceVersionLabel = "pod-security.kubernetes.io/enforce-version"
+	PodSecurityWarnLabel           = "pod-security.kubernetes.io/warn"
+	PodSecurityWarnVersionLabel    = "pod-security.kubernetes.io/warn-version"
+	PodSecurityAuditLabel          = "pod-security.kubernetes.io/audit"
+	PodSecurityAuditVersionLabel   = "pod-security.kubernetes.io/audit-version"
+	// PodSecurityVersion is the version of the standards enforced: the
+	// API server's own, so the checks tighten as the cluster is upgraded.
+	PodSecurityVersion = "latest"
 )
 
 // Names of the objects in a tenant's namespace.
@@ -85,7 +103,7 @@ func Desired(t *tenancyv1alpha1.Tenant) Children {
 
 	q, d := t.Spec.Quota, t.Spec.DefaultLimits
 	c := Children{
-		Namespace: corev1ac.Namespace(ns).WithLabels(labels).WithOwnerReferences(owner),
+		Namespace: corev1ac.Namespace(ns).WithLabels(labels).WithLabels(podSecurityLabels(t)).WithOwnerReferences(owner),
 		Quota: corev1ac.ResourceQuota(QuotaName, ns).WithLabels(labels).WithOwnerReferences(owner).
 			WithSpec(corev1ac.ResourceQuotaSpec().WithHard(corev1.ResourceList{
 				corev1.ResourceRequestsCPU:    q.CPU,
@@ -114,6 +132,29 @@ func Desired(t *tenancyv1alpha1.Tenant) Children {
 }
 
 // endregion: desired
+
+// PodSecurity returns the Pod Security level t's namespace enforces: the
+// spec's, and restricted when it is unset (the schema defaults it, but an
+// object written before the field existed, or under another CRD, may lack
+// it) or anything but baseline. Never privileged: a tenant's admins could
+// then run privileged or hostPath pods and take over a node.
+func PodSecurity(t *tenancyv1alpha1.Tenant) tenancyv1alpha1.PodSecurityLevel {
+	if t.Spec.PodSecurity == tenancyv1alpha1.PodSecurityBaseline {
+		return tenancyv1alpha1.PodSecurityBaseline
+	}
+	return tenancyv1alpha1.PodSecurityRestricted
+}
+
+// podSecurityLabels returns the namespace's Pod Security labels: enforce,
+// warn and audit all at t's level, so that what warns is what is refused.
+func podSecurityLabels(t *tenancyv1alpha1.Tenant) map[string]string {
+	level := string(PodSecurity(t))
+	return map[string]string{
+		PodSecurityEnforceLabel: level, PodSecurityEnforceVersionLabel: PodSecurityVersion,
+		PodSecurityWarnLabel: level, PodSecurityWarnVersionLabel: PodSecurityVersion,
+		PodSecurityAuditLabel: level, PodSecurityAuditVersionLabel: PodSecurityVersion,
+	}
+}
 
 func subjects(admins []tenancyv1alpha1.Admin) []*rbacv1ac.SubjectApplyConfiguration {
 	out := make([]*rbacv1ac.SubjectApplyConfiguration, 0, len(admins))

@@ -144,3 +144,43 @@ func TestUnusable(t *testing.T) {
 		})
 	}
 }
+
+// The namespace enforces the Tenant's Pod Security level, restricted unless
+// baseline is asked for, never privileged; warn and audit say the same.
+func TestThePodSecurityLevelIsEnforcedInTheNamespace(t *testing.T) {
+	tests := []struct {
+		name  string
+		level tenancyv1alpha1.PodSecurityLevel
+		want  string
+	}{
+		{"unset means restricted", "", "restricted"},
+		{"restricted", tenancyv1alpha1.PodSecurityRestricted, "restricted"},
+		{"baseline", tenancyv1alpha1.PodSecurityBaseline, "baseline"},
+		{"privileged, which the schema refuses, means restricted", "privileged", "restricted"},
+		{"an unknown level means restricted", "Baseline", "restricted"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := acme(false)
+			tn.Spec.PodSecurity = tt.level
+			if got := tenant.PodSecurity(tn); string(got) != tt.want {
+				t.Errorf("got level %q, want %q", got, tt.want)
+			}
+			labels := tenant.Desired(tn).Namespace.Labels
+			for label, want := range map[string]string{
+				"pod-security.kubernetes.io/enforce":         tt.want,
+				"pod-security.kubernetes.io/enforce-version": "latest",
+				"pod-security.kubernetes.io/warn":            tt.want,
+				"pod-security.kubernetes.io/warn-version":    "latest",
+				"pod-security.kubernetes.io/audit":           tt.want,
+				"pod-security.kubernetes.io/audit-version":   "latest",
+				tenant.ManagedByLabel:                        tenant.ManagedBy,
+				tenant.TenantLabel:                           "acme",
+			} {
+				if labels[label] != want {
+					t.Errorf("got label %s=%q, want %q", label, labels[label], want)
+				}
+			}
+		})
+	}
+}
