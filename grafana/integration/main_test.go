@@ -15,6 +15,8 @@ import (
 
 var cluster *devcluster.Cluster
 
+// One kwok node runs the victims' pods: the pod-terminator counts and
+// terminates only Ready pods.
 func TestMain(m *testing.M) {
-	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
+	os.Exit(devcluster.RunTests(m, devcluster.Options{Nodes: 1}, &cluster))
 }

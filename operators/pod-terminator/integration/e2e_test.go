@@ -178,9 +178,9 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		if late := pods.deletedAfter(changed.Add(time.Second + 500*time.Millisecond)); late > 0 {
 			t.Errorf("got %d pods deleted more than a period after the switch to a dry run, want 0", late)
 		}
-		if got := pods.live(); got != 10 {
-			t.Errorf("got %d live pods during the dry run, want all 10", got)
-		}
+		// The last pods deleted are replaced, and Ready again, within a
+		// few seconds; then none goes.
+		e2etest.Eventually(t, 30*time.Second, "all 10 pods are live during the dry run", func() bool { return pods.live() == 10 })
 		periodsBefore = len(periodEvents(t, admin, name, "Terminated"))
 	})
 
@@ -217,10 +217,13 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		}
 	})
 
-	t.Run("deleting the PodTerminator stops it within one period and removes the finalizer", func(t *testing.T) {
+	t.Run("deleting the PodTerminator stops it within one period and removes the finalizer and its metrics", func(t *testing.T) {
 		updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = false })
 		resumed := pods.deletedCount()
 		e2etest.Eventually(t, 10*time.Second, "terminations resume", func() bool { return pods.deletedCount() > resumed })
+		if n := seriesOf(t, registry, "kooper_pod_terminator_terminated_pods_total", "terminator", name); n != 2 {
+			t.Errorf("got %d series of the PodTerminator before deleting it, want 2 (dry_run true and false)", n)
+		}
 		if err := terminators.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -233,6 +236,10 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		if late := pods.deletedAfter(deletedAt.Add(time.Second + 500*time.Millisecond)); late > 0 {
 			t.Errorf("got %d pods deleted more than a period after the PodTerminator was deleted, want 0", late)
 		}
+		// Both of its series (dry_run true and false) went with it.
+		if n := seriesOf(t, registry, "kooper_pod_terminator_terminated_pods_total", "terminator", name); n != 0 {
+			t.Errorf("got %d series of the deleted PodTerminator, want none", n)
+		}
 	})
 
 	t.Run("the metrics pass promtool check metrics", func(t *testing.T) {
@@ -244,6 +251,29 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	} else {
 		t.Logf("fewest live victims seen: %d (minimum 8); pods deleted in total: %d", m, pods.deletedCount())
 	}
+}
+
+// seriesOf counts the series of family name with label=value.
+func seriesOf(t *testing.T, g prom.Gatherer, name, label, value string) int {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					n++
+				}
+			}
+		}
+	}
+	return n
 }
 
 // applyManifests applies the CRDs and the RBAC with kubectl and waits until
@@ -338,7 +368,7 @@ func updateSpec(t *testing.T, c interface {
 // podWatch follows the pods of a namespace through a watch.
 type podWatch struct {
 	mu       sync.Mutex
-	pods     map[string]bool // name: live
+	pods     map[string]bool // name: live (Ready, not deleted, not finished)
 	deleted  map[string]time.Time
 	counting bool
 	min      int
@@ -384,11 +414,21 @@ func (pw *podWatch) observe(typ watch.EventType, pod *corev1.Pod) {
 	if typ == watch.Deleted {
 		delete(pw.pods, pod.Name)
 	} else {
-		pw.pods[pod.Name] = !gone && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+		pw.pods[pod.Name] = !gone && pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed && podReady(pod)
 	}
 	if pw.counting {
 		pw.min = min(pw.min, pw.liveLocked())
 	}
+}
+
+// podReady reports whether the pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 func (pw *podWatch) liveLocked() int {

@@ -15,12 +15,21 @@ import (
 )
 
 // A pod deleted and re-created under the same name since it was listed is
-// not deleted: the UID precondition protects it (fakes ignore preconditions).
+// neither evicted nor deleted: the UID precondition protects it (fakes
+// ignore preconditions).
 func TestAReplacedPodIsNotDeleted(t *testing.T) {
-	// region: replaced-pod
 	if cluster == nil {
 		t.Skip(devcluster.SkipHint)
 	}
+	for _, m := range []chaos.Method{chaos.Evict, chaos.Delete} {
+		t.Run(map[chaos.Method]string{chaos.Evict: "evict", chaos.Delete: "delete"}[m], func(t *testing.T) {
+			testReplacedPod(t, m)
+		})
+	}
+}
+
+func testReplacedPod(t *testing.T, method chaos.Method) {
+	// region: replaced-pod
 	ctx := context.Background()
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	ns, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "pt-"}}, metav1.CreateOptions{})
@@ -38,14 +47,14 @@ func TestAReplacedPodIsNotDeleted(t *testing.T) {
 		return p
 	}
 	first := newPod()
-	// With no node, a pod is deleted at once.
+	// A grace period of 0 deletes a pod at once, even one on a node.
 	if err := client.CoreV1().Pods(ns.Name).Delete(ctx, "victim", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
 	second := newPod()
 
 	pods := kube.Pods{Client: client}
-	err = pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(first.UID)})
+	err = pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(first.UID)}, method)
 	if !errors.Is(err, chaos.ErrPodGone) {
 		t.Errorf("got %v deleting by the old UID, want ErrPodGone", err)
 	}
@@ -53,7 +62,7 @@ func TestAReplacedPodIsNotDeleted(t *testing.T) {
 	if err != nil || got.UID != second.UID {
 		t.Fatalf("got pod %v (err %v), want the re-created pod kept", got.UID, err)
 	}
-	if err := pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(second.UID)}); err != nil {
+	if err := pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(second.UID)}, method); err != nil {
 		t.Errorf("got %v deleting by the current UID, want nil", err)
 	}
 	// endregion: replaced-pod

@@ -15,7 +15,10 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+
+	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/cli"
@@ -46,6 +49,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		pprof       = fs.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on -http-addr")
 		leaderElect = fs.Bool("leader-elect", true, "hold a Lease so that only one replica acts; turn off for a single local replica")
 		namespace   = fs.String("namespace", cli.EnvOr("POD_NAMESPACE", operator.DefaultNamespace), "the operator's namespace: its Lease and webhook Secret live there, and it is never a target")
+		protected   = fs.String("protected-namespaces", "", "comma-separated namespaces no PodTerminator may target, besides kube-system, kube-public, kube-node-lease and -namespace")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		logFormat   = fs.String("log-format", "text", "text or json")
 		tracingMode = fs.String("tracing", "off", "off, stdout (spans on standard error) or otlp (OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT)")
@@ -61,6 +65,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *showVersion {
 		_, err := fmt.Fprintln(stdout, "pod-terminator", cli.Version(version))
 		return err
+	}
+	protectedNamespaces, err := namespaceList(*protected)
+	if err != nil {
+		return fmt.Errorf("-protected-namespaces: %w", err)
 	}
 	logger, err := cli.NewLogger(stderr, *logLevel, *logFormat)
 	if err != nil {
@@ -85,6 +93,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return operator.Run(ctx, operator.Config{
 		REST:                  restConfig,
 		Namespace:             *namespace,
+		ProtectedNamespaces:   protectedNamespaces,
 		HTTPAddr:              *httpAddr,
 		EnableProfiling:       *pprof,
 		DisableLeaderElection: !*leaderElect,
@@ -99,4 +108,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Logger:         logger,
 	})
 	// endregion: config
+}
+
+// namespaceList splits a comma-separated list of namespace names, ignoring
+// spaces and empty entries.
+func namespaceList(s string) ([]string, error) {
+	var out []string
+	for ns := range strings.SplitSeq(s, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if msgs := k8svalidation.IsDNS1123Label(ns); len(msgs) > 0 {
+			return nil, fmt.Errorf("%q is not a namespace name: %s", ns, strings.Join(msgs, "; "))
+		}
+		out = append(out, ns)
+	}
+	return out, nil
 }

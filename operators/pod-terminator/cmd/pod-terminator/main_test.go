@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,7 @@ func TestRun(t *testing.T) {
 		{name: "a wrong log format", args: []string{"-log-format", "xml"}, wantErr: `-log-format must be "text" or "json", got "xml"`},
 		{name: "a wrong log level", args: []string{"-log-level", "loud"}, wantErr: "loud"},
 		{name: "a missing kubeconfig", args: []string{"-kubeconfig", "/no/such/file"}, wantErr: "could not load the client config"},
+		{name: "a protected namespace that cannot exist", args: []string{"-protected-namespaces", "payments,Team_B"}, wantErr: `-protected-namespaces: "Team_B" is not a namespace name`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -48,6 +50,33 @@ func TestRun(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), tt.wantStderr) {
 				t.Errorf("got stderr %q, want it to contain %q", stderr.String(), tt.wantStderr)
+			}
+		})
+	}
+}
+
+func TestNamespaceList(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{in: "", want: nil},
+		{in: "payments", want: []string{"payments"}},
+		{in: " payments, billing ,,", want: []string{"payments", "billing"}},
+		{in: "payments,kube_system", wantErr: `"kube_system" is not a namespace name`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := namespaceList(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got error %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, %v, want %q", got, err, tt.want)
 			}
 		})
 	}

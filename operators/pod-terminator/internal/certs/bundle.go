@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
@@ -16,11 +15,13 @@ import (
 )
 
 // clockSkew backdates NotBefore, so a peer whose clock is slightly behind
-// ours already accepts a certificate issued just now.
+// ours already accepts a certificate issued just now. A short validity (in
+// tests) is backdated by a tenth of itself at most, so that most of it is
+// still ahead.
 const clockSkew = time.Minute
 
-// bundle is the PEM content of the Secret: the serving key pair and the CA
-// that signed it.
+// bundle is one issuance: a serving key pair and the CA that signed it, in
+// PEM.
 type bundle struct {
 	certPEM, keyPEM, caPEM []byte
 }
@@ -28,7 +29,7 @@ type bundle struct {
 // generate issues a new CA and a serving certificate for hosts signed by it,
 // both valid from now (minus clockSkew) for validity.
 func generate(hosts []string, now time.Time, validity time.Duration) (bundle, error) {
-	notBefore, notAfter := now.Add(-clockSkew), now.Add(validity)
+	notBefore, notAfter := now.Add(-min(clockSkew, validity/10)), now.Add(validity)
 
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -105,43 +106,6 @@ func randomSerial() (*big.Int, error) {
 	return serial.Add(serial, big.NewInt(1)), nil // never 0
 }
 
-// usable parses b and checks that it can keep serving hosts at now: the key
-// matches the certificate, which is signed by the CA, covers every host, and
-// neither the certificate nor its CA is in the last third of its validity.
-// The error says why b must be replaced.
-func (b bundle) usable(hosts []string, now time.Time) (*tls.Certificate, error) {
-	cert, err := keyPair(b.certPEM, b.keyPEM)
-	if err != nil {
-		return nil, err
-	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(b.caPEM) {
-		return nil, errors.New("ca certificate has no valid pem block")
-	}
-	chains, err := cert.Leaf.Verify(x509.VerifyOptions{
-		Roots:       roots,
-		CurrentTime: now,
-		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("could not verify certificate against ca: %w", err)
-	}
-	for _, h := range hosts {
-		if err := cert.Leaf.VerifyHostname(h); err != nil {
-			return nil, fmt.Errorf("certificate does not cover host: %w", err)
-		}
-	}
-	// Verify only returns chains valid at now; renew early, while every
-	// certificate of the chain still has more than a third of its life left,
-	// so that a restart some time before expiry is enough.
-	for _, c := range chains[0] {
-		if renewAt := c.NotAfter.Add(-c.NotAfter.Sub(c.NotBefore) / 3); !now.Before(renewAt) {
-			return nil, fmt.Errorf("certificate %q is due for renewal since %s", c.Subject.CommonName, renewAt.Format(time.RFC3339))
-		}
-	}
-	return cert, nil
-}
-
 // keyPair parses a PEM key pair and makes sure its Leaf is set.
 func keyPair(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
@@ -156,4 +120,95 @@ func keyPair(certPEM, keyPEM []byte) (*tls.Certificate, error) {
 		cert.Leaf = leaf
 	}
 	return &cert, nil
+}
+
+// pair is a serving key pair in PEM, as stored in the Secret.
+type pair struct {
+	certPEM, keyPEM []byte
+}
+
+// empty tells whether the Secret holds no such pair.
+func (p pair) empty() bool { return len(p.certPEM) == 0 && len(p.keyPEM) == 0 }
+
+// verify parses p and checks that it can be served at now: the key matches
+// the certificate, which is signed by one of cas and valid at now. It
+// returns the key pair and when it is due for renewal: once any certificate
+// of its chain is in the last third of its validity, so that the next one
+// has time to be published before this one expires.
+func (p pair) verify(cas []*x509.Certificate, now time.Time) (*tls.Certificate, time.Time, error) {
+	cert, err := keyPair(p.certPEM, p.keyPEM)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	roots := x509.NewCertPool()
+	for _, ca := range cas {
+		roots.AddCert(ca)
+	}
+	chains, err := cert.Leaf.Verify(x509.VerifyOptions{
+		Roots:       roots,
+		CurrentTime: now,
+		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	})
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("could not verify certificate against the ca bundle: %w", err)
+	}
+	var renewAt time.Time
+	for _, c := range chains[0] {
+		at := c.NotAfter.Add(-c.NotAfter.Sub(c.NotBefore) / 3)
+		if renewAt.IsZero() || at.Before(renewAt) {
+			renewAt = at
+		}
+	}
+	return cert, renewAt, nil
+}
+
+// covers returns an error naming the first of hosts cert is not valid for.
+func covers(cert *tls.Certificate, hosts []string) error {
+	for _, h := range hosts {
+		if err := cert.Leaf.VerifyHostname(h); err != nil {
+			return fmt.Errorf("certificate does not cover host: %w", err)
+		}
+	}
+	return nil
+}
+
+// parseCAs returns the certificates of a PEM bundle, skipping what does not
+// parse: a damaged entry must not hide the others.
+func parseCAs(bundlePEM []byte) []*x509.Certificate {
+	var cas []*x509.Certificate
+	for rest := bundlePEM; ; {
+		var block *pem.Block
+		block, rest = pem.Decode(rest)
+		if block == nil {
+			return cas
+		}
+		if block.Type != "CERTIFICATE" {
+			continue
+		}
+		if c, err := x509.ParseCertificate(block.Bytes); err == nil {
+			cas = append(cas, c)
+		}
+	}
+}
+
+// encodeCAs returns cas as a PEM bundle, in order.
+func encodeCAs(cas []*x509.Certificate) []byte {
+	var out []byte
+	for _, c := range cas {
+		out = append(out, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Raw})...)
+	}
+	return out
+}
+
+// unexpired returns the certificates of cas not expired at now (x509 counts
+// NotAfter itself as valid): one that expired can no longer verify any
+// certificate a replica serves.
+func unexpired(cas []*x509.Certificate, now time.Time) []*x509.Certificate {
+	var out []*x509.Certificate
+	for _, c := range cas {
+		if !now.After(c.NotAfter) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // At startup, every replica gets the same serving certificate from the
-// Secret, and the webhook configuration trusts its CA.
-func ExampleEnsure() {
+// Secret, and the webhook configuration trusts its CA. Run keeps it
+// rotating, and GetCertificate serves the latest.
+func ExampleRotator() {
 	ctx := context.Background()
 	// In the operator: kubernetes.NewForConfig, and the webhook
 	// configuration comes from the manifests.
@@ -24,7 +25,7 @@ func ExampleEnsure() {
 		Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "podterminators.pod-terminator.kooper.dev"}},
 	})
 
-	cert, caBundle, err := certs.Ensure(ctx, certs.Options{
+	rotator, err := certs.NewRotator(ctx, certs.Options{
 		Client:            client,
 		Namespace:         "kooper-system",
 		SecretName:        "pod-terminator-webhook-tls",
@@ -35,16 +36,22 @@ func ExampleEnsure() {
 		fmt.Println(err)
 		return
 	}
-	cfg := &tls.Config{Certificates: []tls.Certificate{*cert}, MinVersion: tls.VersionTLS12}
-	// cfg goes to the webhook's http.Server.TLSConfig.
+	cfg := &tls.Config{GetCertificate: rotator.GetCertificate, MinVersion: tls.VersionTLS12}
+	// cfg goes to the webhook's http.Server.TLSConfig, and the operator
+	// runs rotator.Run(ctx) until it stops.
 
+	cert, err := cfg.GetCertificate(nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	webhooks, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "pod-terminator", metav1.GetOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	fmt.Println("serving", cfg.Certificates[0].Leaf.DNSNames)
-	fmt.Println("webhook trusts the ca:", bytes.Equal(webhooks.Webhooks[0].ClientConfig.CABundle, caBundle))
+	fmt.Println("serving", cert.Leaf.DNSNames)
+	fmt.Println("webhook trusts the ca:", bytes.Equal(webhooks.Webhooks[0].ClientConfig.CABundle, rotator.CABundle()))
 	// Output:
 	// serving [pod-terminator-webhook.kooper-system.svc]
 	// webhook trusts the ca: true

@@ -6,16 +6,22 @@ import (
 	"time"
 
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/kooperkit/kooper/kooper/log"
 )
 
-// ErrInvalidOptions is wrapped by the error Ensure returns when its Options
-// are incomplete or inconsistent.
+// ErrInvalidOptions is wrapped by the error NewRotator returns when its
+// Options are incomplete or inconsistent.
 var ErrInvalidOptions = errors.New("invalid options")
 
-// defaultValidity is the lifetime of a generated CA and serving certificate.
-const defaultValidity = 365 * 24 * time.Hour
+// Defaults of Options.
+const (
+	defaultValidity         = 365 * 24 * time.Hour
+	defaultSyncInterval     = time.Minute
+	defaultPropagationDelay = time.Minute
+)
 
-// Options configures Ensure.
+// Options configures a Rotator.
 type Options struct {
 	// Client talks to the API server. Required.
 	Client kubernetes.Interface
@@ -34,9 +40,21 @@ type Options struct {
 	// webhook gets the CA as clientConfig.caBundle. Default empty: no
 	// injection.
 	WebhookConfigName string
-	// Validity is the lifetime of a generated CA and serving certificate.
-	// Default 365 days.
+	// Validity is the lifetime of a generated CA and serving certificate;
+	// the next one is prepared once two thirds of it have passed. Default
+	// 365 days.
 	Validity time.Duration
+	// SyncInterval is how often Run reads the Secret again: to serve the
+	// certificate another replica promoted, and to take the next rotation
+	// step when it is due. Default 1 minute.
+	SyncInterval time.Duration
+	// PropagationDelay is how long a new CA stays in the webhook
+	// configuration before a certificate it signed is served: the time
+	// every API server needs to see the configuration change. Default 1
+	// minute.
+	PropagationDelay time.Duration
+	// Logger receives Run's errors, which it retries. Default log.Noop.
+	Logger log.Logger
 	// Now tells the time, to check and issue certificates. Default time.Now.
 	Now func() time.Time
 }
@@ -45,6 +63,15 @@ type Options struct {
 func (o *Options) defaults() {
 	if o.Validity == 0 {
 		o.Validity = defaultValidity
+	}
+	if o.SyncInterval == 0 {
+		o.SyncInterval = defaultSyncInterval
+	}
+	if o.PropagationDelay == 0 {
+		o.PropagationDelay = defaultPropagationDelay
+	}
+	if o.Logger == nil {
+		o.Logger = log.Noop
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -64,6 +91,16 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: at least one host is required", ErrInvalidOptions)
 	case o.Validity < 0:
 		return fmt.Errorf("%w: validity %s is negative", ErrInvalidOptions, o.Validity)
+	case o.SyncInterval < 0:
+		return fmt.Errorf("%w: sync interval %s is negative", ErrInvalidOptions, o.SyncInterval)
+	case o.PropagationDelay < 0:
+		return fmt.Errorf("%w: propagation delay %s is negative", ErrInvalidOptions, o.PropagationDelay)
+	case o.PropagationDelay+3*o.SyncInterval >= o.Validity/3:
+		// From the time a renewal is due, one interval to stage the next
+		// certificate, the delay, one interval to promote it and one for
+		// the other replicas to serve it: all before the old one expires.
+		return fmt.Errorf("%w: propagation delay %s plus 3 sync intervals of %s leave no time to rotate within the last third of validity %s",
+			ErrInvalidOptions, o.PropagationDelay, o.SyncInterval, o.Validity)
 	}
 	for i, h := range o.Hosts {
 		if h == "" {

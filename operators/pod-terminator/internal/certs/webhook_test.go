@@ -12,11 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
-
-	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
 )
 
-func TestEnsureInjectsCABundleOnlyWhenItDiffers(t *testing.T) {
+func TestNewRotatorInjectsCABundleOnlyWhenItDiffers(t *testing.T) {
 	tests := []struct {
 		name        string
 		bundles     func(ca []byte) [][]byte
@@ -55,9 +53,9 @@ func TestEnsureInjectsCABundleOnlyWhenItDiffers(t *testing.T) {
 			opts := options(client)
 			opts.WebhookConfigName = configName
 
-			_, gotCA, err := certs.Ensure(context.Background(), opts)
+			_, gotCA, err := ensure(context.Background(), opts)
 			if err != nil {
-				t.Fatalf("Ensure: %v", err)
+				t.Fatalf("NewRotator: %v", err)
 			}
 			if !bytes.Equal(gotCA, ca) {
 				t.Fatal("got a new ca, want the secret's reused")

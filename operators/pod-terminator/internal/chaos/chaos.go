@@ -14,14 +14,19 @@ type Pod struct {
 	Namespace, Name string
 	// UID tells a pod from a later one of the same name.
 	UID string
+	// Ready is true when the pod's Ready condition is True: it serves.
+	Ready bool
 	// Deleting is true once the pod has a deletion timestamp.
 	Deleting bool
 	// Finished is true for pods in phase Succeeded or Failed.
 	Finished bool
 }
 
-// Live reports whether the pod counts as one of the running instances.
-func (p Pod) Live() bool { return !p.Deleting && !p.Finished }
+// Live reports whether the pod counts as one of the running instances, and
+// so may be chosen: Ready, not being deleted, not finished. A pending,
+// starting or failing pod is not an instance: terminating one would prove
+// nothing, and counting one would let the minimum hide an outage.
+func (p Pod) Live() bool { return p.Ready && !p.Deleting && !p.Finished }
 
 // String returns "namespace/name".
 func (p Pod) String() string { return p.Namespace + "/" + p.Name }
@@ -43,22 +48,39 @@ type PodLister interface {
 	ListPods(ctx context.Context, target Target) ([]Pod, error)
 }
 
-// PodDeleter deletes one pod. Deleting a pod that is already gone is not an
-// error: it returns ErrPodGone.
+// PodDeleter terminates one pod with method m. A pod already gone returns
+// ErrPodGone; an eviction a disruption budget refuses returns
+// ErrDisruptionBudget. Neither is a failure of the period.
 type PodDeleter interface {
-	DeletePod(ctx context.Context, pod Pod) error
+	DeletePod(ctx context.Context, pod Pod, m Method) error
 }
 
 // ErrPodGone is returned by a PodDeleter for a pod that no longer exists.
 var ErrPodGone = errors.New("pod already gone")
 
+// ErrDisruptionBudget is returned by a PodDeleter when a disruption budget
+// refuses to let the pod go now.
+var ErrDisruptionBudget = errors.New("refused by a disruption budget")
+
 // endregion: interfaces
 
-// Policy is how many pods one period terminates.
+// Method is how a pod is terminated.
+type Method int
+
+// Methods of termination. The zero value is the one that honours budgets.
+const (
+	// Evict asks for an eviction, which a disruption budget may refuse.
+	Evict Method = iota
+	// Delete deletes the pod, ignoring every disruption budget.
+	Delete
+)
+
+// Policy is how many pods one period terminates, and how.
 type Policy struct {
-	Percent int  // TerminationPercent, 1-100
-	Minimum int  // MinimumInstances, >= 0
-	DryRun  bool // choose, but delete nothing
+	Percent int    // TerminationPercent, 1-100
+	Minimum int    // MinimumInstances, >= 0
+	DryRun  bool   // choose, but delete nothing
+	Method  Method // Evict (default) or Delete
 }
 
 // Validate reports a policy that the CRD schema should have refused.
@@ -68,6 +90,8 @@ func (p Policy) Validate() error {
 		return fmt.Errorf("terminationPercent must be between 1 and 100, got %d", p.Percent)
 	case p.Minimum < 0:
 		return fmt.Errorf("minimumInstances must be 0 or more, got %d", p.Minimum)
+	case p.Method != Evict && p.Method != Delete:
+		return fmt.Errorf("unknown termination method %d", p.Method)
 	}
 	return nil
 }
@@ -87,7 +111,10 @@ func Count(live int, p Policy) int {
 type Result struct {
 	Live       int   // live matching pods before terminating
 	Terminated []Pod // deleted, or chosen in a dry run
-	DryRun     bool
+	// Refused were chosen, but a disruption budget refused their eviction:
+	// they are left alone until the next period.
+	Refused []Pod
+	DryRun  bool
 }
 
 // Terminator runs periods against a cluster.
@@ -100,7 +127,10 @@ type Terminator struct {
 
 // Terminate lists the target's pods and terminates Count of the live ones,
 // chosen at random (none in a dry run). A pod that vanished meanwhile is
-// skipped; other delete errors are returned, joined, after trying the rest.
+// skipped; a pod a disruption budget protects is skipped and listed in
+// Result.Refused, for the next period to try again (never at once: that
+// would hammer the API server with refusals); other errors are returned,
+// joined, after trying the rest.
 func (t *Terminator) Terminate(ctx context.Context, target Target, p Policy) (Result, error) {
 	if err := p.Validate(); err != nil {
 		return Result{}, err
@@ -124,12 +154,14 @@ func (t *Terminator) Terminate(ctx context.Context, target Target, p Policy) (Re
 	}
 	var errs []error
 	for _, pod := range victims {
-		switch err := t.Deleter.DeletePod(ctx, pod); {
+		switch err := t.Deleter.DeletePod(ctx, pod, p.Method); {
 		case err == nil:
 			res.Terminated = append(res.Terminated, pod)
 		case errors.Is(err, ErrPodGone):
+		case errors.Is(err, ErrDisruptionBudget):
+			res.Refused = append(res.Refused, pod)
 		default:
-			errs = append(errs, fmt.Errorf("could not delete pod %s: %w", pod, err))
+			errs = append(errs, fmt.Errorf("could not terminate pod %s: %w", pod, err))
 		}
 	}
 	return res, errors.Join(errs...)

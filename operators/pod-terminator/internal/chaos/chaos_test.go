@@ -41,6 +41,7 @@ func TestCountFollowsTheRoundingRule(t *testing.T) {
 type cluster struct {
 	pods    []chaos.Pod
 	deleted []string
+	methods []chaos.Method
 	fail    map[string]error
 }
 
@@ -48,7 +49,8 @@ func (c *cluster) ListPods(context.Context, chaos.Target) ([]chaos.Pod, error) {
 	return slices.Clone(c.pods), nil
 }
 
-func (c *cluster) DeletePod(_ context.Context, p chaos.Pod) error {
+func (c *cluster) DeletePod(_ context.Context, p chaos.Pod, m chaos.Method) error {
+	c.methods = append(c.methods, m)
 	if err := c.fail[p.Name]; err != nil {
 		return err
 	}
@@ -59,7 +61,7 @@ func (c *cluster) DeletePod(_ context.Context, p chaos.Pod) error {
 func pods(n int) []chaos.Pod {
 	var out []chaos.Pod
 	for i := range n {
-		out = append(out, chaos.Pod{Namespace: "ns", Name: fmt.Sprintf("p%d", i)})
+		out = append(out, chaos.Pod{Namespace: "ns", Name: fmt.Sprintf("p%d", i), Ready: true})
 	}
 	return out
 }
@@ -68,8 +70,8 @@ func seeded(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, seed)) }
 
 func TestTerminateDeletesTheCountOfLivePodsOnly(t *testing.T) {
 	c := &cluster{pods: append(pods(10),
-		chaos.Pod{Namespace: "ns", Name: "deleting", Deleting: true},
-		chaos.Pod{Namespace: "ns", Name: "done", Finished: true})}
+		chaos.Pod{Namespace: "ns", Name: "deleting", Ready: true, Deleting: true},
+		chaos.Pod{Namespace: "ns", Name: "done", Ready: true, Finished: true})}
 	term := &chaos.Terminator{Pods: c, Deleter: c, Rand: seeded(1)}
 	res, err := term.Terminate(context.Background(), chaos.Target{}, chaos.Policy{Percent: 30, Minimum: 8})
 	if err != nil {
@@ -133,7 +135,7 @@ func TestDeleteErrorsAreReportedAfterTryingTheRest(t *testing.T) {
 }
 
 func TestAnInvalidPolicyIsRefusedBeforeAnything(t *testing.T) {
-	for _, p := range []chaos.Policy{{Percent: 0}, {Percent: 150}, {Percent: 10, Minimum: -1}} {
+	for _, p := range []chaos.Policy{{Percent: 0}, {Percent: 150}, {Percent: 10, Minimum: -1}, {Percent: 10, Method: 7}} {
 		c := &cluster{pods: pods(3)}
 		term := &chaos.Terminator{Pods: c, Deleter: c}
 		if _, err := term.Terminate(context.Background(), chaos.Target{}, p); err == nil {
@@ -171,8 +173,8 @@ func TestDueSaysWhenTheNextPeriodStarts(t *testing.T) {
 
 func TestPodsInExcludedNamespacesAreNeverCandidates(t *testing.T) {
 	c := &cluster{pods: append(pods(4),
-		chaos.Pod{Namespace: "kube-system", Name: "dns"},
-		chaos.Pod{Namespace: "kooper-system", Name: "pod-terminator"})}
+		chaos.Pod{Namespace: "kube-system", Name: "dns", Ready: true},
+		chaos.Pod{Namespace: "kooper-system", Name: "pod-terminator", Ready: true})}
 	term := &chaos.Terminator{Pods: c, Deleter: c, Rand: seeded(3)}
 	res, err := term.Terminate(context.Background(), chaos.Target{Exclude: []string{"kube-system", "kooper-system"}}, chaos.Policy{Percent: 100})
 	if err != nil {
@@ -181,5 +183,96 @@ func TestPodsInExcludedNamespacesAreNeverCandidates(t *testing.T) {
 	slices.Sort(c.deleted)
 	if res.Live != 4 || !slices.Equal(c.deleted, []string{"p0", "p1", "p2", "p3"}) {
 		t.Errorf("got live %d and deleted %v, want the 4 pods of ns only", res.Live, c.deleted)
+	}
+}
+
+func TestOnlyReadyPodsCountAndAreChosen(t *testing.T) {
+	notReady := []chaos.Pod{
+		{Namespace: "ns", Name: "starting"},
+		{Namespace: "ns", Name: "ready-but-deleting", Ready: true, Deleting: true},
+		{Namespace: "ns", Name: "ready-but-finished", Ready: true, Finished: true},
+	}
+	tests := []struct {
+		name          string
+		ready         int
+		pct, min      int
+		wantLive      int
+		wantTerminate int
+	}{
+		{"three ready, minimum two, everything", 3, 100, 2, 3, 1},
+		{"no ready pod terminates nothing", 0, 100, 0, 0, 0},
+		{"ready pods at the minimum terminate nothing", 2, 100, 2, 2, 0},
+		{"half of ten ready", 10, 50, 0, 10, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &cluster{pods: append(pods(tt.ready), notReady...)}
+			term := &chaos.Terminator{Pods: c, Deleter: c, Rand: seeded(5)}
+			res, err := term.Terminate(context.Background(), chaos.Target{}, chaos.Policy{Percent: tt.pct, Minimum: tt.min})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Live != tt.wantLive || len(c.deleted) != tt.wantTerminate {
+				t.Errorf("got live %d and deleted %v, want live %d and %d deleted", res.Live, c.deleted, tt.wantLive, tt.wantTerminate)
+			}
+			for _, name := range c.deleted {
+				if name[0] != 'p' {
+					t.Errorf("deleted %s, which is not a live pod", name)
+				}
+			}
+		})
+	}
+}
+
+func TestARefusedEvictionIsSkippedUntilTheNextPeriod(t *testing.T) {
+	budget := fmt.Errorf("%w: ns/p0: too many requests", chaos.ErrDisruptionBudget)
+	boom := errors.New("boom")
+	tests := []struct {
+		name           string
+		fail           map[string]error
+		wantTerminated int
+		wantRefused    []string
+		wantErr        error
+	}{
+		{"one refused", map[string]error{"p0": budget}, 3, []string{"p0"}, nil},
+		{"every one refused", map[string]error{"p0": budget, "p1": budget, "p2": budget, "p3": budget}, 0, []string{"p0", "p1", "p2", "p3"}, nil},
+		{"refused and failed", map[string]error{"p0": budget, "p1": boom}, 2, []string{"p0"}, boom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &cluster{pods: pods(4), fail: tt.fail}
+			term := &chaos.Terminator{Pods: c, Deleter: c, Rand: seeded(6)}
+			res, err := term.Terminate(context.Background(), chaos.Target{}, chaos.Policy{Percent: 100})
+			if tt.wantErr == nil && err != nil || tt.wantErr != nil && !errors.Is(err, tt.wantErr) {
+				t.Errorf("got error %v, want %v", err, tt.wantErr)
+			}
+			if errors.Is(err, chaos.ErrDisruptionBudget) {
+				t.Errorf("got error %v, want a refusal never to be an error", err)
+			}
+			var refused []string
+			for _, p := range res.Refused {
+				refused = append(refused, p.Name)
+			}
+			slices.Sort(refused)
+			if len(res.Terminated) != tt.wantTerminated || !slices.Equal(refused, tt.wantRefused) {
+				t.Errorf("got terminated %v and refused %v, want %d terminated and %v refused", res.Terminated, refused, tt.wantTerminated, tt.wantRefused)
+			}
+			if len(c.methods) != 4 {
+				t.Errorf("got %d termination calls, want each of the 4 chosen pods tried once", len(c.methods))
+			}
+		})
+	}
+}
+
+func TestThePolicysMethodReachesTheDeleter(t *testing.T) {
+	for _, m := range []chaos.Method{chaos.Evict, chaos.Delete} {
+		c := &cluster{pods: pods(2)}
+		term := &chaos.Terminator{Pods: c, Deleter: c, Rand: seeded(7)}
+		if _, err := term.Terminate(context.Background(), chaos.Target{}, chaos.Policy{Percent: 100, Method: m}); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(c.methods, []chaos.Method{m, m}) {
+			t.Errorf("got methods %v, want %v twice", c.methods, m)
+		}
 	}
 }

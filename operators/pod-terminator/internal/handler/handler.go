@@ -49,6 +49,9 @@ type Events interface {
 // Metrics counts terminations.
 type Metrics interface {
 	AddTerminated(terminator string, dryRun bool, n int)
+	// Forget drops every series of a PodTerminator that is gone, so that
+	// deleted objects do not keep series for ever.
+	Forget(terminator string)
 }
 
 // Handler handles PodTerminators.
@@ -81,6 +84,9 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	// leave no external state to clean up. A conflict means our copy is
 	// stale and a newer version is queued: handle that one instead.
 	if deleting, err := fin.Finalize(ctx, pt, func(context.Context) error { return nil }); deleting || err != nil {
+		if deleting && err == nil && h.Metrics != nil {
+			h.Metrics.Forget(pt.Name) // no period runs for it again
+		}
 		return ignoreConflict(err)
 	}
 	if _, err := fin.Ensure(ctx, pt); err != nil {
@@ -155,7 +161,12 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 			reason, verb = ReasonDryRun, "would terminate"
 		}
 		h.Events.Normal(pt, reason, "%s %d of %d live pods (%d%%, minimum %d): %s",
-			verb, n, res.Live, policy.Percent, policy.Minimum, podList(res.Terminated))
+			verb, n, res.Live, policy.Percent, policy.Minimum, podList(res.Terminated, len(res.Terminated)))
+	}
+	refused := ""
+	if n := len(res.Refused); n > 0 {
+		refused = fmt.Sprintf("a disruption budget refused evicting %d pods, tried again next period: %s", n, podList(res.Refused, maxNamed))
+		h.Events.Warning(pt, chaosv1alpha1.ReasonDisruptionBudget, "%s", refused)
 	}
 	if h.Metrics != nil {
 		h.Metrics.AddTerminated(pt.Name, res.DryRun, len(res.Terminated))
@@ -179,9 +190,13 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 			s.LastTerminated = s.LastTerminated[:chaosv1alpha1.MaxLastTerminated]
 		}
 		status.Remove(&s.Conditions, chaosv1alpha1.ConditionInvalid)
-		if termErr != nil {
+		switch {
+		case termErr != nil:
 			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionFalse, chaosv1alpha1.ReasonTerminationFailed, termErr.Error())
-		} else {
+		case refused != "":
+			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionFalse, chaosv1alpha1.ReasonDisruptionBudget,
+				fmt.Sprintf("%d of %d live pods terminated; %s", len(res.Terminated), res.Live, refused))
+		default:
 			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionTrue, chaosv1alpha1.ReasonReconciled,
 				fmt.Sprintf("%d of %d live pods terminated", len(res.Terminated), res.Live))
 		}
@@ -223,6 +238,14 @@ func (h *Handler) read(pt *chaosv1alpha1.PodTerminator) (chaos.Target, chaos.Pol
 		Percent: int(pt.Spec.TerminationPercent),
 		Minimum: int(*pt.Spec.MinimumInstances),
 		DryRun:  pt.Spec.DryRun || h.DryRunAll,
+	}
+	switch pt.Spec.TerminationMethod {
+	case chaosv1alpha1.TerminationMethodEviction, "": // "": written before the field existed
+		policy.Method = chaos.Evict
+	case chaosv1alpha1.TerminationMethodDelete:
+		policy.Method = chaos.Delete
+	default:
+		return chaos.Target{}, chaos.Policy{}, 0, fmt.Errorf("spec.terminationMethod: unknown method %q", pt.Spec.TerminationMethod)
 	}
 	return target, policy, time.Duration(*pt.Spec.PeriodSeconds) * time.Second, nil
 }
@@ -281,10 +304,19 @@ func ignoreConflict(err error) error {
 	return err
 }
 
-func podList(pods []chaos.Pod) string {
-	names := make([]string, len(pods))
-	for i, p := range pods {
-		names[i] = p.String()
+// maxNamed is how many pods a refusal names in status and its Event; the
+// rest are counted.
+const maxNamed = 5
+
+// podList names the first limit pods, "ns/a, ns/b", then counts the rest.
+func podList(pods []chaos.Pod, limit int) string {
+	named := pods[:min(len(pods), limit)]
+	names := make([]string, 0, len(named)+1)
+	for _, p := range named {
+		names = append(names, p.String())
+	}
+	if rest := len(pods) - len(named); rest > 0 {
+		names = append(names, fmt.Sprintf("and %d more", rest))
 	}
 	return strings.Join(names, ", ")
 }

@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -29,37 +30,54 @@ type pods struct {
 	live    int
 	prefix  string // of the pods' names; default "p"
 	deleted []string
+	methods []chaos.Method
+	refuse  bool  // every eviction is refused by a budget
+	listErr error // ListPods fails with it
 }
 
 func (p *pods) ListPods(context.Context, chaos.Target) ([]chaos.Pod, error) {
+	if p.listErr != nil {
+		return nil, p.listErr
+	}
 	prefix := p.prefix
 	if prefix == "" {
 		prefix = "p"
 	}
 	var out []chaos.Pod
 	for i := range p.live {
-		out = append(out, chaos.Pod{Namespace: "ns", Name: fmt.Sprintf("%s%d", prefix, i)})
+		out = append(out, chaos.Pod{Namespace: "ns", Name: fmt.Sprintf("%s%d", prefix, i), Ready: true})
 	}
 	return out, nil
 }
 
-func (p *pods) DeletePod(_ context.Context, pod chaos.Pod) error {
+func (p *pods) DeletePod(_ context.Context, pod chaos.Pod, m chaos.Method) error {
+	p.methods = append(p.methods, m)
+	if p.refuse && m == chaos.Evict {
+		return fmt.Errorf("%w: %s", chaos.ErrDisruptionBudget, pod)
+	}
 	p.deleted = append(p.deleted, pod.Name)
 	return nil
 }
 
-type events struct{ reasons, messages []string }
+type events struct{ types, reasons, messages []string }
 
 func (e *events) Normal(_ runtime.Object, reason, format string, args ...any) {
+	e.types = append(e.types, "Normal")
 	e.reasons = append(e.reasons, reason)
 	e.messages = append(e.messages, fmt.Sprintf(format, args...))
 }
 func (e *events) Warning(_ runtime.Object, reason, format string, args ...any) {
+	e.types = append(e.types, "Warning")
 	e.reasons = append(e.reasons, reason)
 	e.messages = append(e.messages, fmt.Sprintf(format, args...))
 }
 
-type metrics struct{ terminated, dryRun int }
+type metrics struct {
+	terminated, dryRun int
+	forgotten          []string
+}
+
+func (m *metrics) Forget(terminator string) { m.forgotten = append(m.forgotten, terminator) }
 
 func (m *metrics) AddTerminated(_ string, dryRun bool, n int) {
 	if dryRun {
@@ -211,6 +229,88 @@ func TestADeletedTerminatorLosesItsFinalizerAndStops(t *testing.T) {
 	if got := e.stored(t); finalizer.Has(got, handler.Finalizer) {
 		t.Error("the finalizer is still there")
 	}
+	if len(e.metrics.forgotten) != 1 || e.metrics.forgotten[0] != "pt" {
+		t.Errorf("got metrics forgotten for %v, want pt once", e.metrics.forgotten)
+	}
+}
+
+func TestALiveTerminatorKeepsItsMetrics(t *testing.T) {
+	e := newEnv(t, terminator(30, 0, false), 10)
+	_ = e.handle(t)
+	e.now = e.now.Add(10 * time.Second)
+	_ = e.handle(t)
+	if len(e.metrics.forgotten) != 0 {
+		t.Errorf("got metrics forgotten for %v, want none while the PodTerminator exists", e.metrics.forgotten)
+	}
+}
+
+func TestTheSpecsMethodIsUsed(t *testing.T) {
+	tests := []struct {
+		name   string
+		method chaosv1alpha1.TerminationMethod
+		want   chaos.Method
+	}{
+		{"unset (an object older than the field)", "", chaos.Evict},
+		{"Eviction", chaosv1alpha1.TerminationMethodEviction, chaos.Evict},
+		{"Delete", chaosv1alpha1.TerminationMethodDelete, chaos.Delete},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pt := terminator(20, 0, false)
+			pt.Spec.TerminationMethod = tt.method
+			e := newEnv(t, pt, 10)
+			_ = e.handle(t)
+			if len(e.pods.methods) != 2 || e.pods.methods[0] != tt.want || e.pods.methods[1] != tt.want {
+				t.Errorf("got methods %v, want %v twice", e.pods.methods, tt.want)
+			}
+		})
+	}
+}
+
+func TestEvictionsABudgetRefusesAreReportedAndLeftForTheNextPeriod(t *testing.T) {
+	tests := []struct {
+		name        string
+		live        int
+		wantMessage string
+	}{
+		{"few refused, all named", 3, "0 of 3 live pods terminated; a disruption budget refused evicting 3 pods, tried again next period: ns/p"},
+		{"many refused, the first few named", 20, ", and 15 more"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, terminator(100, 0, false), tt.live)
+			e.pods.refuse = true
+			err := e.handle(t)
+			if d, ok := controller.RequeueDelay(err); !ok || d != 10*time.Second {
+				t.Fatalf("got %v, want a requeue after the period, not a retry", err)
+			}
+			if len(e.pods.methods) != tt.live {
+				t.Errorf("got %d evictions asked, want each of the %d chosen pods asked once", len(e.pods.methods), tt.live)
+			}
+			pt := e.stored(t)
+			c, ok := status.Get(pt.Status.Conditions, chaosv1alpha1.ConditionReady)
+			if !ok || c.Status != metav1.ConditionFalse || c.Reason != chaosv1alpha1.ReasonDisruptionBudget || !strings.Contains(c.Message, tt.wantMessage) {
+				t.Errorf("got Ready %+v, want False, reason DisruptionBudget and a message containing %q", c, tt.wantMessage)
+			}
+			if n := strings.Count(c.Message, "ns/p"); n > 5 {
+				t.Errorf("got %d pods named in %q, want at most 5", n, c.Message)
+			}
+			if pt.Status.TerminatedTotal != 0 || e.metrics.terminated != 0 {
+				t.Errorf("got total %d and metric %d, want nothing counted as terminated", pt.Status.TerminatedTotal, e.metrics.terminated)
+			}
+			if len(e.events.reasons) != 1 || e.events.types[0] != "Warning" || e.events.reasons[0] != chaosv1alpha1.ReasonDisruptionBudget ||
+				!strings.Contains(e.events.messages[0], "refused evicting") {
+				t.Errorf("got events %v %v %q, want one Warning DisruptionBudget event", e.events.types, e.events.reasons, e.events.messages)
+			}
+			// The next period tries again, and reports success once the budget allows.
+			e.pods.refuse = false
+			e.now = e.now.Add(10 * time.Second)
+			_ = e.handle(t)
+			if c, _ := status.Get(e.stored(t).Status.Conditions, chaosv1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || len(e.pods.deleted) != tt.live {
+				t.Errorf("got Ready %+v and %d deleted in the next period, want Ready and %d deleted", c, len(e.pods.deleted), tt.live)
+			}
+		})
+	}
 }
 
 func TestAnInvalidSpecIsMarkedAndNotRetried(t *testing.T) {
@@ -298,3 +398,21 @@ func TestAStaleCopyTerminatesNothing(t *testing.T) {
 }
 
 // endregion: stale
+
+// Too many matching pods (the lister's page bound) fail the period: status
+// and a Warning Event say what to narrow, and the next period tries again.
+func TestAListingFailureIsReportedAndRetriedNextPeriod(t *testing.T) {
+	e := newEnv(t, terminator(30, 0, false), 10)
+	e.pods.listErr = errors.New("too many matching pods: narrow spec.selector or spec.namespaces")
+	err := e.handle(t)
+	if d, ok := controller.RequeueDelay(err); !ok || d != 10*time.Second {
+		t.Fatalf("got %v, want a requeue after the period", err)
+	}
+	c, _ := status.Get(e.stored(t).Status.Conditions, chaosv1alpha1.ConditionReady)
+	if c.Status != metav1.ConditionFalse || c.Reason != chaosv1alpha1.ReasonTerminationFailed || !strings.Contains(c.Message, "narrow spec.selector") {
+		t.Errorf("got Ready %+v, want False, TerminationFailed, with the lister's message", c)
+	}
+	if len(e.events.types) != 1 || e.events.types[0] != "Warning" || e.events.reasons[0] != chaosv1alpha1.ReasonTerminationFailed {
+		t.Errorf("got events %v %v, want one Warning TerminationFailed", e.events.types, e.events.reasons)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
@@ -63,6 +64,11 @@ type Config struct {
 	// certificate Secret, and no PodTerminator may target it. Default
 	// DefaultNamespace.
 	Namespace string
+	// ProtectedNamespaces are more namespaces no PodTerminator may target
+	// (the webhook refuses them, the handler never terminates pods there),
+	// besides kube-system, kube-public, kube-node-lease and Namespace.
+	// Default: none.
+	ProtectedNamespaces []string
 	// PodLabels are the labels of the operator's pods: a PodTerminator
 	// selecting them is refused. Default DefaultPodLabels.
 	PodLabels map[string]string
@@ -107,6 +113,17 @@ type Webhook struct {
 	// ConfigName is the ValidatingWebhookConfiguration that gets the
 	// self-signed CA. Default DefaultWebhookConfigName.
 	ConfigName string
+	// CertValidity is the lifetime of a self-signed certificate; the next
+	// one is prepared after two thirds of it. Default 365 days.
+	CertValidity time.Duration
+	// CertSyncInterval is how often each replica reads the Secret again,
+	// to serve a renewed certificate and renew it when due. Default 1
+	// minute.
+	CertSyncInterval time.Duration
+	// CertPropagationDelay is how long a new CA is trusted by the webhook
+	// configuration before a certificate it signed is served. Default 1
+	// minute.
+	CertPropagationDelay time.Duration
 }
 
 func (c *Config) defaults() {
@@ -189,7 +206,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// endregion: events
 
 	// region: controller
-	rules := validation.Rules{Namespace: cfg.Namespace, PodLabels: cfg.PodLabels}
+	rules := validation.Rules{Namespace: cfg.Namespace, ProtectedNamespaces: cfg.ProtectedNamespaces, PodLabels: cfg.PodLabels}
 	pods := kube.Pods{Client: kubeClient}
 	h := &handler.Handler{
 		Client:     chaosClient,
@@ -237,10 +254,11 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 	if cfg.Webhook.Addr != "" {
-		s, err := startWebhook(ctx, cfg, kubeClient, rules)
+		s, stopCerts, err := startWebhook(ctx, cfg, kubeClient, rules)
 		if err != nil {
 			return err
 		}
+		defer stopCerts()
 		servers = append(servers, s)
 		logger.Info("serving the admission webhook", "addr", s.Addr(), "path", webhook.Path)
 	}
@@ -266,35 +284,59 @@ func Run(ctx context.Context, cfg Config) error {
 // region: webhook
 
 // startWebhook serves the webhook over TLS, with a certificate from files or
-// a self-signed one shared through a Secret.
-func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, rules validation.Rules) (*health.Server, error) {
-	wh, err := webhook.New(rules, cfg.Logger)
+// a self-signed one shared through a Secret and rotated in the background
+// until stop is called.
+func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, rules validation.Rules) (_ *health.Server, stop func(), _ error) {
+	stop = func() {}
+	wh, err := webhook.New(webhook.Config{
+		Rules:  rules,
+		Access: webhook.SubjectAccessReviews{Client: client.AuthorizationV1()},
+		Logger: cfg.Logger,
+	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
 	if cfg.Webhook.CertDir != "" {
 		loader, err := certs.NewFileLoader(cfg.Webhook.CertDir+"/tls.crt", cfg.Webhook.CertDir+"/tls.key")
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		tlsConfig.GetCertificate = loader.GetCertificate
 	} else {
-		cert, _, err := certs.Ensure(ctx, certs.Options{
+		rotator, err := certs.NewRotator(ctx, certs.Options{
 			Client:            client,
 			Namespace:         cfg.Namespace,
 			SecretName:        cfg.Webhook.SecretName,
 			Hosts:             cfg.Webhook.Hosts,
 			WebhookConfigName: cfg.Webhook.ConfigName,
+			Validity:          cfg.Webhook.CertValidity,
+			SyncInterval:      cfg.Webhook.CertSyncInterval,
+			PropagationDelay:  cfg.Webhook.CertPropagationDelay,
+			Logger:            cfg.Logger,
 		})
 		if err != nil {
-			return nil, fmt.Errorf("could not set up the webhook's certificate: %w", err)
+			return nil, nil, fmt.Errorf("could not set up the webhook's certificate: %w", err)
 		}
-		tlsConfig.Certificates = []tls.Certificate{*cert}
+		tlsConfig.GetCertificate = rotator.GetCertificate
+		// Every replica follows the Secret and renews it in turn, until
+		// Run returns: stop cancels the rotation and waits for it.
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			rotator.Run(rctx)
+		}()
+		stop = func() { cancel(); <-done }
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, wh)
-	return health.ServeTLS(cfg.Webhook.Addr, mux, tlsConfig, cfg.Logger)
+	s, err := health.ServeTLS(cfg.Webhook.Addr, mux, tlsConfig, cfg.Logger)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return s, stop, nil
 }
 
 // endregion: webhook
@@ -318,6 +360,12 @@ func (m *metrics) collectors() []prom.Collector { return []prom.Collector{m.term
 // AddTerminated implements handler.Metrics.
 func (m *metrics) AddTerminated(terminator string, dryRun bool, n int) {
 	m.terminated.WithLabelValues(terminator, fmt.Sprint(dryRun)).Add(float64(n))
+}
+
+// Forget implements handler.Metrics: it deletes both dry_run series of a
+// deleted PodTerminator.
+func (m *metrics) Forget(terminator string) {
+	m.terminated.DeletePartialMatch(prom.Labels{"terminator": terminator})
 }
 
 // endregion: metrics

@@ -2,6 +2,8 @@ package validation_test
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -165,5 +167,100 @@ func TestProtectedAlwaysHoldsTheSystemNamespaces(t *testing.T) {
 	got := validation.Rules{}.Protected()
 	if strings.Join(got, ",") != "kube-node-lease,kube-public,kube-system" {
 		t.Errorf("got %q, want the three system namespaces", got)
+	}
+}
+
+func TestProtectedAddsTheOperatorsAndTheRunnersNamespaces(t *testing.T) {
+	r := validation.Rules{Namespace: "kooper-system", ProtectedNamespaces: []string{"payments", "kube-system", "", "kooper-system"}}
+	got := strings.Join(r.Protected(), ",")
+	if want := "kooper-system,kube-node-lease,kube-public,kube-system,payments"; got != want {
+		t.Errorf("got %q, want %q (sorted, once each)", got, want)
+	}
+}
+
+func TestANamespaceProtectedByTheRunnerIsRefused(t *testing.T) {
+	r := rules
+	r.ProtectedNamespaces = []string{"payments"}
+	_, err := validation.Validate(valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"shop", "payments"} }), r)
+	if want := `spec.namespaces: "payments" is protected: the pod-terminator never terminates pods in kooper-system, kube-node-lease, kube-public, kube-system, payments`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got error %v, want one saying %q", err, want)
+	}
+	if _, err := validation.Validate(valid(nil), r); err != nil {
+		t.Errorf("got error %v for namespace shop, want nil", err)
+	}
+}
+
+func TestMoreNamespacesThanTheSchemaAllowsAreRefused(t *testing.T) {
+	spec := valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+		s.Namespaces = make([]string, validation.MaxNamespaces+1)
+		for i := range s.Namespaces {
+			s.Namespaces[i] = "shop-" + strconv.Itoa(i)
+		}
+	})
+	_, err := validation.Validate(spec, rules)
+	if want := "spec.namespaces has 65 entries, at most 64"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got error %v, want one saying %q", err, want)
+	}
+}
+
+// manyBadNamespaces returns a spec whose namespaces are n entries, every one
+// a problem: alternately not a namespace name and protected.
+func manyBadNamespaces(n int) *chaosv1alpha1.PodTerminatorSpec {
+	return valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+		s.Namespaces = make([]string, n)
+		for i := range s.Namespaces {
+			s.Namespaces[i] = "Not_A_Namespace_" + strings.Repeat("x", 200)
+			if i%2 == 1 {
+				s.Namespaces[i] = "kube-system"
+			}
+		}
+	})
+}
+
+// A huge list of bad namespaces (a 0.9 MB object once made a 28.8 MB answer)
+// gets a message of a few kilobytes, built with about as many allocations as
+// for a list just past the caps.
+func TestTheErrorStaysSmallWhateverTheObjectsSize(t *testing.T) {
+	const n = 100_000
+	big, small := manyBadNamespaces(n), manyBadNamespaces(validation.MaxNamespaces+1)
+
+	_, err := validation.Validate(big, rules)
+	if err == nil {
+		t.Fatal("got no error, want one")
+	}
+	msg := err.Error()
+	if len(msg) > 8<<10 {
+		t.Errorf("got a message of %d bytes for %d bad namespaces, want at most 8 KiB", len(msg), n)
+	}
+	// The count problem, then MaxProblems-1 entries described; the other
+	// entries counted.
+	if want := fmt.Sprintf("; and %d more problems", n+1-validation.MaxProblems); !strings.HasSuffix(msg, want) {
+		t.Errorf("got message ending %q, want it to end %q", msg[max(0, len(msg)-80):], want)
+	}
+	if got := strings.Count(msg, "spec.namespaces: "); got != validation.MaxProblems-1 {
+		t.Errorf("got %d namespace entries described, want %d", got, validation.MaxProblems-1)
+	}
+
+	allocs := func(spec *chaosv1alpha1.PodTerminatorSpec) float64 {
+		return testing.AllocsPerRun(5, func() { _, _ = validation.Validate(spec, rules) })
+	}
+	bigAllocs, smallAllocs := allocs(big), allocs(small)
+	if bigAllocs > smallAllocs+5 {
+		t.Errorf("got %.0f allocations for %d bad namespaces, want about the %.0f for %d", bigAllocs, n, smallAllocs, validation.MaxNamespaces+1)
+	}
+	if bigAllocs > 200 {
+		t.Errorf("got %.0f allocations for %d bad namespaces, want a bounded number (at most 200)", bigAllocs, n)
+	}
+}
+
+func BenchmarkValidateManyBadNamespaces(b *testing.B) {
+	for _, n := range []int{10, 1_000, 100_000} {
+		spec := manyBadNamespaces(n)
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = validation.Validate(spec, rules)
+			}
+		})
 	}
 }

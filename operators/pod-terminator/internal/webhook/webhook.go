@@ -8,22 +8,42 @@
 // serving certificate comes from, and manifests/pod-terminator for the
 // ValidatingWebhookConfiguration that registers it.
 //
+// No confused deputy: the operator deletes pods with its own rights, which
+// reach every namespace, so a PodTerminator would let whoever may create one
+// delete pods they could not delete themselves. On a create, and on an
+// update that changes spec.selector or spec.namespaces, the webhook asks the
+// API server (Access, a SubjectAccessReview) whether the requesting user,
+// with their groups and extra, may delete pods in each listed namespace, or
+// cluster-wide when the list is empty, and refuses naming the missing
+// permission. When the question cannot be answered it refuses too. Without
+// the webhook installed nothing checks this: grant create on podterminators
+// only to those who may delete the pods anyway.
+//
 // An update that leaves the spec unchanged (adding or removing a finalizer,
 // a label, an annotation) is always allowed, and so is any update of an
 // object being deleted: tightening the rules must never stop the operator
 // from removing its finalizer from an object created under the old rules.
+//
+// Answers stay small whatever the object's size: validation.Validate bounds
+// its message, and the access check runs only on a valid spec (at most
+// validation.MaxNamespaces namespaces) and names at most a few of them.
 package webhook
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
+	"strings"
 
 	kwhhttp "github.com/slok/kubewebhook/v2/pkg/http"
 	kwhlog "github.com/slok/kubewebhook/v2/pkg/log"
 	kwhmodel "github.com/slok/kubewebhook/v2/pkg/model"
 	kwhvalidating "github.com/slok/kubewebhook/v2/pkg/webhook/validating"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -36,23 +56,41 @@ import (
 // ValidatingWebhookConfiguration's clientConfig points at it.
 const Path = "/validate/podterminators"
 
-// New returns the webhook's HTTP handler: it validates PodTerminators
-// against rules and logs to logger (nil: log.Noop).
-func New(rules validation.Rules, logger log.Logger) (http.Handler, error) {
-	if logger == nil {
-		logger = log.Noop
+// Config configures the webhook.
+type Config struct {
+	// Rules are the checks' settings (protected namespaces, the operator's
+	// pod labels).
+	Rules validation.Rules
+	// Access answers whether the requesting user may delete the pods a
+	// PodTerminator targets, e.g. SubjectAccessReviews. Required: there is
+	// no default, as allowing everyone is what it prevents.
+	Access Access
+	// Logger receives the webhook's logs. Default log.Noop.
+	Logger log.Logger
+}
+
+// ErrInvalidConfig is wrapped by New's errors about its Config.
+var ErrInvalidConfig = errors.New("invalid webhook config")
+
+// New returns the webhook's HTTP handler.
+func New(cfg Config) (http.Handler, error) {
+	if cfg.Access == nil {
+		return nil, fmt.Errorf("%w: Access is required", ErrInvalidConfig)
 	}
-	v := validator{rules: rules, log: logger}
+	if cfg.Logger == nil {
+		cfg.Logger = log.Noop
+	}
+	v := validator{rules: cfg.Rules, access: cfg.Access, log: cfg.Logger}
 	wh, err := kwhvalidating.NewWebhook(kwhvalidating.WebhookConfig{
 		ID:        "podterminators.chaos.kooperkit.io",
 		Obj:       &chaosv1alpha1.PodTerminator{},
 		Validator: kwhvalidating.ValidatorFunc(v.validate),
-		Logger:    kwhLogger{logger},
+		Logger:    kwhLogger{cfg.Logger},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("could not create the validating webhook: %w", err)
 	}
-	h, err := kwhhttp.HandlerFor(kwhhttp.HandlerConfig{Webhook: wh, Logger: kwhLogger{logger}})
+	h, err := kwhhttp.HandlerFor(kwhhttp.HandlerConfig{Webhook: wh, Logger: kwhLogger{cfg.Logger}})
 	if err != nil {
 		return nil, fmt.Errorf("could not create the webhook handler: %w", err)
 	}
@@ -60,12 +98,13 @@ func New(rules validation.Rules, logger log.Logger) (http.Handler, error) {
 }
 
 type validator struct {
-	rules validation.Rules
-	log   log.Logger
+	rules  validation.Rules
+	access Access
+	log    log.Logger
 }
 
 // region: validate
-func (v validator) validate(_ context.Context, ar *kwhmodel.AdmissionReview, obj metav1.Object) (*kwhvalidating.ValidatorResult, error) {
+func (v validator) validate(ctx context.Context, ar *kwhmodel.AdmissionReview, obj metav1.Object) (*kwhvalidating.ValidatorResult, error) {
 	pt, ok := obj.(*chaosv1alpha1.PodTerminator)
 	if !ok {
 		return nil, fmt.Errorf("got a %T, want a PodTerminator", obj)
@@ -73,9 +112,10 @@ func (v validator) validate(_ context.Context, ar *kwhmodel.AdmissionReview, obj
 	if pt.DeletionTimestamp != nil {
 		return &kwhvalidating.ValidatorResult{Valid: true}, nil
 	}
+	var old *chaosv1alpha1.PodTerminator
 	if ar.Operation == kwhmodel.OperationUpdate && len(ar.OldObjectRaw) > 0 {
-		var old chaosv1alpha1.PodTerminator
-		if err := json.Unmarshal(ar.OldObjectRaw, &old); err != nil {
+		old = &chaosv1alpha1.PodTerminator{}
+		if err := json.Unmarshal(ar.OldObjectRaw, old); err != nil {
 			return nil, fmt.Errorf("could not decode the old PodTerminator: %w", err)
 		}
 		if equality.Semantic.DeepEqual(old.Spec, pt.Spec) {
@@ -87,10 +127,77 @@ func (v validator) validate(_ context.Context, ar *kwhmodel.AdmissionReview, obj
 		v.log.Debug("podterminator refused", log.KeyObject, pt.Name, log.KeyErr, err)
 		return &kwhvalidating.ValidatorResult{Valid: false, Message: err.Error()}, nil
 	}
+	// Which pods it deletes is set by the selector and the namespaces: a
+	// change to either needs the writer's own right to delete them.
+	if old == nil || !sameTarget(&old.Spec, &pt.Spec) {
+		if denied := v.mayDeleteTargets(ctx, ar.UserInfo, pt.Spec.Namespaces); denied != "" {
+			v.log.Debug("podterminator refused", log.KeyObject, pt.Name, log.KeyErr, denied)
+			return &kwhvalidating.ValidatorResult{Valid: false, Message: denied}, nil
+		}
+	}
 	return &kwhvalidating.ValidatorResult{Valid: true, Warnings: warnings}, nil
 }
 
 // endregion: validate
+
+// sameTarget reports whether a and b select the same pods in the same
+// namespaces.
+func sameTarget(a, b *chaosv1alpha1.PodTerminatorSpec) bool {
+	return equality.Semantic.DeepEqual(a.Selector, b.Selector) && slices.Equal(a.Namespaces, b.Namespaces)
+}
+
+// maxNamed is how many denied namespaces a refusal names; it counts the
+// rest.
+const maxNamed = 5
+
+// mayDeleteTargets returns why user may not have the pods of namespaces
+// (every namespace when empty) deleted in their name, or "" if they may.
+// One question cluster-wide first answers for most admins at once.
+// namespaces has already passed validation.Validate: at most
+// validation.MaxNamespaces names.
+func (v validator) mayDeleteTargets(ctx context.Context, user authenticationv1.UserInfo, namespaces []string) string {
+	const why = ": a PodTerminator deletes pods in your name, so it needs that permission"
+	everywhere, err := v.access.MayDeletePods(ctx, user, metav1.NamespaceAll)
+	switch {
+	case err != nil:
+		return unknownAccess(user, "in every namespace", err)
+	case everywhere:
+		return ""
+	case len(namespaces) == 0:
+		return fmt.Sprintf("user %q may not delete pods in every namespace%s; an empty spec.namespaces means every namespace: list only namespaces where you may delete pods", user.Username, why)
+	}
+	var named []string
+	denied := 0
+	for _, ns := range namespaces {
+		ok, err := v.access.MayDeletePods(ctx, user, ns)
+		if err != nil {
+			return unknownAccess(user, fmt.Sprintf("in namespace %q", ns), err)
+		}
+		if ok {
+			continue
+		}
+		denied++
+		if len(named) < maxNamed {
+			named = append(named, strconv.Quote(ns))
+		}
+	}
+	switch {
+	case denied == 0:
+		return ""
+	case denied == 1:
+		return fmt.Sprintf("user %q may not delete pods in namespace %s%s", user.Username, named[0], why)
+	case denied > len(named):
+		return fmt.Sprintf("user %q may not delete pods in namespaces %s and %d more%s", user.Username, strings.Join(named, ", "), denied-len(named), why)
+	default:
+		return fmt.Sprintf("user %q may not delete pods in namespaces %s%s", user.Username, strings.Join(named, ", "), why)
+	}
+}
+
+// unknownAccess is the refusal when whether user may delete pods where
+// could not be checked: fail closed, saying why.
+func unknownAccess(user authenticationv1.UserInfo, where string, err error) string {
+	return fmt.Sprintf("could not check whether user %q may delete pods %s, which a PodTerminator needs, so it is refused; try again: %v", user.Username, where, err)
+}
 
 // kwhLogger writes kubewebhook's logs to a Kooper logger.
 type kwhLogger struct{ l log.Logger }

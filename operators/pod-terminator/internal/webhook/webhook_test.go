@@ -2,13 +2,21 @@ package webhook_test
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -37,20 +45,58 @@ func terminator(edit func(*chaosv1alpha1.PodTerminator)) *chaosv1alpha1.PodTermi
 
 func inKubeSystem(pt *chaosv1alpha1.PodTerminator) { pt.Spec.Namespaces = []string{"kube-system"} }
 
-func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
-	h, err := webhook.New(validation.Rules{Namespace: "kooper-system"}, nil)
+func in(namespaces ...string) func(*chaosv1alpha1.PodTerminator) {
+	return func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.Namespaces = namespaces }
+}
+
+// mayDelete says where each user may delete pods ("" for everywhere).
+var mayDelete = map[string][]string{"admin": {""}, "alice": {"shop", "shop-2"}}
+
+// access is a fake webhook.Access answering from mayDelete, counting the
+// questions asked.
+type access struct {
+	mu    sync.Mutex
+	asked int
+	users []authenticationv1.UserInfo
+	err   error
+}
+
+func (a *access) MayDeletePods(_ context.Context, user authenticationv1.UserInfo, namespace string) (bool, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.asked++
+	a.users = append(a.users, user)
+	if a.err != nil {
+		return false, a.err
+	}
+	return slices.Contains(mayDelete[user.Username], namespace) || slices.Contains(mayDelete[user.Username], ""), nil
+}
+
+func newWebhook(t *testing.T, a webhook.Access) http.Handler {
+	t.Helper()
+	h, err := webhook.New(webhook.Config{Rules: validation.Rules{Namespace: "kooper-system", ProtectedNamespaces: []string{"payments"}}, Access: a})
 	if err != nil {
 		t.Fatal(err)
+	}
+	return h
+}
+
+func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
+	many := make([]string, 12)
+	for i := range many {
+		many[i] = fmt.Sprintf("team-%d", i)
 	}
 	tests := []struct {
 		name         string
 		op           admissionv1.Operation
+		user         string // default admin
 		old, obj     *chaosv1alpha1.PodTerminator
 		wantAllowed  bool
 		wantMessage  string
 		wantWarnings int
+		wantAsked    bool // whether Access was asked
 	}{
-		{name: "a valid create", op: admissionv1.Create, obj: terminator(nil), wantAllowed: true},
+		{name: "a valid create", op: admissionv1.Create, obj: terminator(nil), wantAllowed: true, wantAsked: true},
 		{
 			name: "a create in kube-system", op: admissionv1.Create, obj: terminator(inKubeSystem),
 			wantMessage: `spec.namespaces: "kube-system" is protected`,
@@ -58,7 +104,50 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		{
 			name: "a valid but risky create warns", op: admissionv1.Create,
 			obj:         terminator(func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.TerminationPercent = 90 }),
-			wantAllowed: true, wantWarnings: 1,
+			wantAllowed: true, wantWarnings: 1, wantAsked: true,
+		},
+		{
+			name: "a create in a namespace the runner protects", op: admissionv1.Create, obj: terminator(in("payments")),
+			wantMessage: `spec.namespaces: "payments" is protected`,
+		},
+		{
+			name: "a create where the user may delete pods", op: admissionv1.Create, user: "alice",
+			obj: terminator(in("shop", "shop-2")), wantAllowed: true, wantAsked: true,
+		},
+		{
+			name: "a create where the user may not delete pods", op: admissionv1.Create, user: "alice",
+			obj: terminator(in("shop", "team-b")), wantAsked: true,
+			wantMessage: `user "alice" may not delete pods in namespace "team-b": a PodTerminator deletes pods in your name, so it needs that permission`,
+		},
+		{
+			name: "a create in every namespace by a user who may not delete pods everywhere", op: admissionv1.Create, user: "alice",
+			obj: terminator(nil), wantAsked: true,
+			wantMessage: `user "alice" may not delete pods in every namespace: a PodTerminator deletes pods in your name, so it needs that permission`,
+		},
+		{
+			name: "a create in many namespaces where the user may not delete pods names a few", op: admissionv1.Create, user: "alice",
+			obj: terminator(in(many...)), wantAsked: true,
+			wantMessage: `user "alice" may not delete pods in namespaces "team-0", "team-1", "team-2", "team-3", "team-4" and 7 more: a PodTerminator`,
+		},
+		{
+			name: "an update moving to a namespace where the user may not delete pods", op: admissionv1.Update, user: "alice",
+			old: terminator(in("shop")), obj: terminator(in("team-b")), wantAsked: true,
+			wantMessage: `user "alice" may not delete pods in namespace "team-b"`,
+		},
+		{
+			name: "an update changing the selector is checked too", op: admissionv1.Update, user: "alice",
+			old: terminator(in("team-b")), wantAsked: true,
+			obj: terminator(func(pt *chaosv1alpha1.PodTerminator) {
+				pt.Spec.Namespaces = []string{"team-b"}
+				pt.Spec.Selector.MatchLabels = map[string]string{"app": "database"}
+			}),
+			wantMessage: `user "alice" may not delete pods in namespace "team-b"`,
+		},
+		{
+			name: "an update keeping the target (an admin's, cluster-wide) is not checked", op: admissionv1.Update, user: "alice",
+			old:         terminator(nil),
+			obj:         terminator(func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.TerminationPercent = 10 }),
+			wantAllowed: true,
 		},
 		{
 			name: "an update into kube-system", op: admissionv1.Update,
@@ -67,7 +156,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		},
 		{
 			name: "an update leaving an invalid spec unchanged (a finalizer added)", op: admissionv1.Update,
-			old: terminator(inKubeSystem),
+			old: terminator(inKubeSystem), user: "alice",
 			obj: terminator(func(pt *chaosv1alpha1.PodTerminator) {
 				inKubeSystem(pt)
 				pt.Finalizers = []string{"chaos.kooperkit.io/pod-terminator"}
@@ -76,7 +165,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		},
 		{
 			name: "an update of an object being deleted", op: admissionv1.Update,
-			old: terminator(nil),
+			old: terminator(nil), user: "alice",
 			obj: terminator(func(pt *chaosv1alpha1.PodTerminator) {
 				inKubeSystem(pt)
 				now := metav1.Now()
@@ -87,6 +176,9 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			a := &access{}
+			h := newWebhook(t, a)
+			user := cmp.Or(tt.user, "admin")
 			req := &admissionv1.AdmissionRequest{
 				UID:       "1",
 				Kind:      metav1.GroupVersionKind{Group: "chaos.kooperkit.io", Version: "v1alpha1", Kind: "PodTerminator"},
@@ -94,6 +186,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 				Name:      tt.obj.Name,
 				Operation: tt.op,
 				Object:    raw(t, tt.obj),
+				UserInfo:  authenticationv1.UserInfo{Username: user},
 			}
 			if tt.old != nil {
 				req.OldObject = raw(t, tt.old)
@@ -108,7 +201,88 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 			if len(resp.Warnings) != tt.wantWarnings {
 				t.Errorf("got warnings %q, want %d", resp.Warnings, tt.wantWarnings)
 			}
+			if asked := a.asked > 0; asked != tt.wantAsked {
+				t.Errorf("got access asked %d times, want asked: %v", a.asked, tt.wantAsked)
+			}
 		})
+	}
+}
+
+// The access check runs as the requesting user, with everything the API
+// server knows of them.
+func TestTheAccessCheckIsAskedAsTheRequestingUser(t *testing.T) {
+	a := &access{}
+	h := newWebhook(t, a)
+	user := authenticationv1.UserInfo{
+		Username: "alice", UID: "42", Groups: []string{"team-a", "system:authenticated"},
+		Extra: map[string]authenticationv1.ExtraValue{"scopes": {"pods"}},
+	}
+	resp := review(t, h, &admissionv1.AdmissionRequest{
+		UID: "1", Name: "victims", Operation: admissionv1.Create,
+		Kind:     metav1.GroupVersionKind{Group: "chaos.kooperkit.io", Version: "v1alpha1", Kind: "PodTerminator"},
+		Resource: metav1.GroupVersionResource{Group: "chaos.kooperkit.io", Version: "v1alpha1", Resource: "podterminators"},
+		Object:   raw(t, terminator(in("shop"))), UserInfo: user,
+	})
+	if !resp.Allowed {
+		t.Fatalf("got refused (%+v), want allowed", resp.Result)
+	}
+	if len(a.users) == 0 {
+		t.Fatal("access was never asked")
+	}
+	for _, got := range a.users {
+		if !reflect.DeepEqual(got, user) {
+			t.Errorf("got access asked as %+v, want %+v", got, user)
+		}
+	}
+}
+
+// An access check that fails refuses (fail closed), saying why.
+func TestAFailingAccessCheckRefuses(t *testing.T) {
+	h := newWebhook(t, &access{err: errors.New("connection refused")})
+	resp := review(t, h, &admissionv1.AdmissionRequest{
+		UID: "1", Name: "victims", Operation: admissionv1.Create,
+		Kind:     metav1.GroupVersionKind{Group: "chaos.kooperkit.io", Version: "v1alpha1", Kind: "PodTerminator"},
+		Resource: metav1.GroupVersionResource{Group: "chaos.kooperkit.io", Version: "v1alpha1", Resource: "podterminators"},
+		Object:   raw(t, terminator(in("shop"))), UserInfo: authenticationv1.UserInfo{Username: "admin"},
+	})
+	want := `could not check whether user "admin" may delete pods in every namespace, which a PodTerminator needs, so it is refused; try again: connection refused`
+	if resp.Allowed || resp.Result == nil || resp.Result.Message != want {
+		t.Errorf("got allowed %v, result %+v; want refused with %q", resp.Allowed, resp.Result, want)
+	}
+}
+
+func TestNewRequiresAccess(t *testing.T) {
+	if _, err := webhook.New(webhook.Config{}); !errors.Is(err, webhook.ErrInvalidConfig) {
+		t.Errorf("got %v, want ErrInvalidConfig: without Access everyone would be allowed", err)
+	}
+}
+
+// A 100,000-entry list of bad namespaces gets an answer of a few kilobytes,
+// and no access question.
+func TestTheAnswerStaysSmallWhateverTheObjectsSize(t *testing.T) {
+	a := &access{}
+	h := newWebhook(t, a)
+	bad := make([]string, 100_000)
+	for i := range bad {
+		bad[i] = "Not_A_Namespace"
+	}
+	resp := review(t, h, &admissionv1.AdmissionRequest{
+		UID: "1", Name: "victims", Operation: admissionv1.Create,
+		Kind:     metav1.GroupVersionKind{Group: "chaos.kooperkit.io", Version: "v1alpha1", Kind: "PodTerminator"},
+		Resource: metav1.GroupVersionResource{Group: "chaos.kooperkit.io", Version: "v1alpha1", Resource: "podterminators"},
+		Object:   raw(t, terminator(in(bad...))), UserInfo: authenticationv1.UserInfo{Username: "admin"},
+	})
+	if resp.Allowed || resp.Result == nil {
+		t.Fatalf("got allowed %v (%+v), want refused", resp.Allowed, resp.Result)
+	}
+	if n := len(resp.Result.Message); n > 8<<10 {
+		t.Errorf("got a message of %d bytes, want at most 8 KiB", n)
+	}
+	if !strings.Contains(resp.Result.Message, "more problems") {
+		t.Errorf("got message %q, want it to count the problems it does not describe", resp.Result.Message)
+	}
+	if a.asked > 0 {
+		t.Errorf("got access asked %d times for an invalid spec, want 0", a.asked)
 	}
 }
 

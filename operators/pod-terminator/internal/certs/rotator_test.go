@@ -3,6 +3,7 @@ package certs_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -33,7 +34,7 @@ const (
 	configName  = "pod-terminator"
 )
 
-// t0 is when the tests run Ensure first: fixed, so that the certificates'
+// t0 is when the tests run NewRotator first: fixed, so that the certificates'
 // validity is known.
 var t0 = time.Date(2030, time.January, 1, 0, 0, 0, 0, time.UTC)
 
@@ -83,15 +84,45 @@ func getSecret(t *testing.T, client *fake.Clientset) *corev1.Secret {
 	return s
 }
 
-// ensureSecret runs Ensure with the default options on a fresh client and
+// ensureSecret runs NewRotator with the default options on a fresh client and
 // returns the Secret it wrote, to seed other clients.
 func ensureSecret(t *testing.T) *corev1.Secret {
 	t.Helper()
 	client := fake.NewClientset()
-	if _, _, err := certs.Ensure(context.Background(), options(client)); err != nil {
-		t.Fatalf("Ensure: %v", err)
+	if _, _, err := ensure(context.Background(), options(client)); err != nil {
+		t.Fatalf("NewRotator: %v", err)
 	}
 	return getSecret(t, client)
+}
+
+// ensure runs NewRotator and returns what it serves and the CA bundle.
+func ensure(ctx context.Context, opts certs.Options) (*tls.Certificate, []byte, error) {
+	r, err := certs.NewRotator(ctx, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	cert, err := r.GetCertificate(nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cert, r.CABundle(), nil
+}
+
+// certsIn parses every certificate of a PEM bundle.
+func certsIn(t *testing.T, bundle []byte) []*x509.Certificate {
+	t.Helper()
+	var out []*x509.Certificate
+	for rest := bundle; ; {
+		var block *pem.Block
+		if block, rest = pem.Decode(rest); block == nil {
+			return out
+		}
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			t.Fatalf("could not parse certificate: %v", err)
+		}
+		out = append(out, c)
+	}
 }
 
 func serialOf(t *testing.T, certPEM []byte) *big.Int {
@@ -123,14 +154,14 @@ func verify(leaf *x509.Certificate, ca []byte, host string, now time.Time) error
 	return err
 }
 
-func TestEnsureCreatesSecretAndInjectsCABundle(t *testing.T) {
+func TestNewRotatorCreatesSecretAndInjectsCABundle(t *testing.T) {
 	client := fake.NewClientset(webhookConfig(nil, []byte("stale")))
 	opts := options(client)
 	opts.WebhookConfigName = configName
 
-	cert, ca, err := certs.Ensure(context.Background(), opts)
+	cert, ca, err := ensure(context.Background(), opts)
 	if err != nil {
-		t.Fatalf("Ensure: %v", err)
+		t.Fatalf("NewRotator: %v", err)
 	}
 	if cert.Leaf == nil {
 		t.Fatal("got a certificate without Leaf, want Leaf set")
@@ -196,32 +227,37 @@ func TestEnsureCreatesSecretAndInjectsCABundle(t *testing.T) {
 	}
 }
 
-func TestEnsureReusesOrRenews(t *testing.T) {
+func TestNewRotatorReusesStagesOrReplaces(t *testing.T) {
 	const validity = 30 * time.Hour
 	// The chain lives validity plus the minute of clock skew; its last third
 	// starts 10h0m20s before NotAfter, at t0 + 19h59m40s.
+	const (
+		reuse   = "reuse"   // same certificate, same bundle, no write
+		stage   = "stage"   // same certificate served, next one staged, both CAs trusted
+		replace = "replace" // a new certificate served at once
+	)
 	tests := []struct {
-		name        string
-		hosts       []string
-		now         time.Time
-		wantRenewed bool
+		name  string
+		hosts []string
+		now   time.Time
+		want  string
 	}{
-		{name: "the same options reuse the certificate", now: t0},
-		{name: "fewer hosts reuse the certificate", hosts: []string{serviceHost}, now: t0},
-		{name: "just before the last third of validity reuses the certificate", now: t0.Add(19*time.Hour + 59*time.Minute)},
-		{name: "inside the last third of validity renews the certificate", now: t0.Add(20 * time.Hour), wantRenewed: true},
-		{name: "after expiry renews the certificate", now: t0.Add(31 * time.Hour), wantRenewed: true},
-		{name: "an added DNS name renews the certificate", hosts: []string{serviceHost, ipHost, serviceHost + ".cluster.local"}, now: t0, wantRenewed: true},
-		{name: "a changed IP address renews the certificate", hosts: []string{serviceHost, "10.0.0.1"}, now: t0, wantRenewed: true},
+		{name: "the same options reuse the certificate", now: t0, want: reuse},
+		{name: "fewer hosts reuse the certificate", hosts: []string{serviceHost}, now: t0, want: reuse},
+		{name: "just before the last third of validity reuses the certificate", now: t0.Add(19*time.Hour + 59*time.Minute), want: reuse},
+		{name: "inside the last third of validity stages the next certificate", now: t0.Add(20 * time.Hour), want: stage},
+		{name: "after expiry replaces the certificate", now: t0.Add(31 * time.Hour), want: replace},
+		{name: "an added DNS name stages the next certificate", hosts: []string{serviceHost, ipHost, serviceHost + ".cluster.local"}, now: t0, want: stage},
+		{name: "a changed IP address stages the next certificate", hosts: []string{serviceHost, "10.0.0.1"}, now: t0, want: stage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			client := fake.NewClientset()
 			opts := options(client)
 			opts.Validity = validity
-			first, firstCA, err := certs.Ensure(context.Background(), opts)
+			first, firstCA, err := ensure(context.Background(), opts)
 			if err != nil {
-				t.Fatalf("first Ensure: %v", err)
+				t.Fatalf("first NewRotator: %v", err)
 			}
 			client.ClearActions()
 
@@ -229,41 +265,57 @@ func TestEnsureReusesOrRenews(t *testing.T) {
 				opts.Hosts = tt.hosts
 			}
 			opts.Now = at(tt.now)
-			second, secondCA, err := certs.Ensure(context.Background(), opts)
+			second, secondCA, err := ensure(context.Background(), opts)
 			if err != nil {
-				t.Fatalf("second Ensure: %v", err)
+				t.Fatalf("second NewRotator: %v", err)
 			}
 
 			renewed := first.Leaf.SerialNumber.Cmp(second.Leaf.SerialNumber) != 0
-			if renewed != tt.wantRenewed {
-				t.Errorf("got renewed %t, want %t", renewed, tt.wantRenewed)
+			if want := tt.want == replace; renewed != want {
+				t.Errorf("got a new certificate served %t, want %t", renewed, want)
 			}
-			wantUpdates := 0
-			if tt.wantRenewed {
-				wantUpdates = 1
-			}
+			// Staging writes twice: the next pair with its CA, then the
+			// time the webhook configuration was seen trusting it.
+			wantUpdates := map[string]int{reuse: 0, stage: 2, replace: 1}[tt.want]
 			if got := countActions(client, "update", "secrets"); got != wantUpdates {
 				t.Errorf("got %d secret updates, want %d", got, wantUpdates)
 			}
 			if got := countActions(client, "create", "secrets"); got != 0 {
 				t.Errorf("got %d secret creates, want 0", got)
 			}
-			if caChanged := !bytes.Equal(firstCA, secondCA); caChanged != tt.wantRenewed {
-				t.Errorf("got ca changed %t, want %t", caChanged, tt.wantRenewed)
+			wantCAs := map[string]int{reuse: 1, stage: 2, replace: 1}[tt.want]
+			if got := len(certsIn(t, secondCA)); got != wantCAs {
+				t.Errorf("got %d CAs in the bundle, want %d", got, wantCAs)
 			}
-			if got := getSecret(t, client).Data["ca.crt"]; !bytes.Equal(got, secondCA) {
+			if caChanged := !bytes.Equal(firstCA, secondCA); caChanged != (tt.want != reuse) {
+				t.Errorf("got ca bundle changed %t, want %t", caChanged, tt.want != reuse)
+			}
+			secret := getSecret(t, client)
+			if got := secret.Data["ca.crt"]; !bytes.Equal(got, secondCA) {
 				t.Error("got a secret ca.crt different from the returned ca, want the same")
 			}
+			// The certificate served is trusted, for the hosts it was
+			// issued for.
+			if err := verify(second.Leaf, secondCA, second.Leaf.DNSNames[0], tt.now); err != nil {
+				t.Errorf("got verify error %v for the certificate served, want none", err)
+			}
+			if tt.want != stage {
+				if _, ok := secret.Data["next.crt"]; ok {
+					t.Error("got a next.crt, want none")
+				}
+				return
+			}
+			next := certsIn(t, secret.Data["next.crt"])[0]
 			for _, h := range opts.Hosts {
-				if err := verify(second.Leaf, secondCA, h, tt.now); err != nil {
-					t.Errorf("got verify error for %s: %v, want none", h, err)
+				if err := verify(next, secondCA, h, tt.now); err != nil {
+					t.Errorf("got verify error for the next certificate and %s: %v, want none", h, err)
 				}
 			}
 		})
 	}
 }
 
-func TestEnsureReplacesUnusableSecret(t *testing.T) {
+func TestNewRotatorReplacesUnusableSecret(t *testing.T) {
 	valid, other := ensureSecret(t), ensureSecret(t)
 	tests := []struct {
 		name string
@@ -303,9 +355,9 @@ func TestEnsureReplacesUnusableSecret(t *testing.T) {
 				Data:       tt.data,
 			})
 
-			cert, ca, err := certs.Ensure(context.Background(), options(client))
+			cert, ca, err := ensure(context.Background(), options(client))
 			if err != nil {
-				t.Fatalf("Ensure: %v", err)
+				t.Fatalf("NewRotator: %v", err)
 			}
 			if got := countActions(client, "update", "secrets"); got != 1 {
 				t.Errorf("got %d secret updates, want 1", got)
@@ -332,7 +384,7 @@ func TestEnsureReplacesUnusableSecret(t *testing.T) {
 	}
 }
 
-func TestEnsureUsesOtherReplicasSecretWhenCreateLosesTheRace(t *testing.T) {
+func TestNewRotatorUsesOtherReplicasSecretWhenCreateLosesTheRace(t *testing.T) {
 	winner := ensureSecret(t)
 	client := fake.NewClientset()
 	// Another replica creates the Secret between our Get and our Create.
@@ -343,9 +395,9 @@ func TestEnsureUsesOtherReplicasSecretWhenCreateLosesTheRace(t *testing.T) {
 		return true, nil, apierrors.NewAlreadyExists(corev1.Resource("secrets"), secretName)
 	})
 
-	cert, ca, err := certs.Ensure(context.Background(), options(client))
+	cert, ca, err := ensure(context.Background(), options(client))
 	if err != nil {
-		t.Fatalf("Ensure: %v", err)
+		t.Fatalf("NewRotator: %v", err)
 	}
 	if got, want := cert.Leaf.SerialNumber, serialOf(t, winner.Data["tls.crt"]); got.Cmp(want) != 0 {
 		t.Errorf("got serial %s, want the other replica's %s", got, want)
@@ -358,7 +410,7 @@ func TestEnsureUsesOtherReplicasSecretWhenCreateLosesTheRace(t *testing.T) {
 	}
 }
 
-func TestEnsureStartsOverWhenUpdateConflicts(t *testing.T) {
+func TestNewRotatorStartsOverWhenUpdateConflicts(t *testing.T) {
 	winner := ensureSecret(t)
 	client := fake.NewClientset(&corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: secretName},
@@ -373,9 +425,9 @@ func TestEnsureStartsOverWhenUpdateConflicts(t *testing.T) {
 		return true, nil, apierrors.NewConflict(corev1.Resource("secrets"), secretName, errors.New("the object has been modified"))
 	})
 
-	cert, _, err := certs.Ensure(context.Background(), options(client))
+	cert, _, err := ensure(context.Background(), options(client))
 	if err != nil {
-		t.Fatalf("Ensure: %v", err)
+		t.Fatalf("NewRotator: %v", err)
 	}
 	if got, want := cert.Leaf.SerialNumber, serialOf(t, winner.Data["tls.crt"]); got.Cmp(want) != 0 {
 		t.Errorf("got serial %s, want the other replica's %s", got, want)
@@ -385,7 +437,7 @@ func TestEnsureStartsOverWhenUpdateConflicts(t *testing.T) {
 	}
 }
 
-func TestEnsureFails(t *testing.T) {
+func TestNewRotatorFails(t *testing.T) {
 	forbidden := func(verb, resource string) func(*fake.Clientset) {
 		return func(c *fake.Clientset) {
 			c.PrependReactor(verb, resource, func(k8stesting.Action) (bool, runtime.Object, error) {
@@ -459,7 +511,7 @@ func TestEnsureFails(t *testing.T) {
 			if tt.webhook {
 				opts.WebhookConfigName = configName
 			}
-			cert, ca, err := certs.Ensure(context.Background(), opts)
+			cert, ca, err := ensure(context.Background(), opts)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got error %v, want one containing %q", err, tt.wantErr)
 			}
