@@ -54,6 +54,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deleteNamespaceAtEnd(t, admin, ns.Name)
 	pods := watchPods(t, admin, ns.Name)
 	createVictims(t, admin, ns.Name, 10)
 	e2etest.Eventually(t, 60*time.Second, "10 victim pods are live", func() bool { return pods.live() == 10 })
@@ -140,7 +141,9 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		}
 	})
 
-	const name = "victims"
+	// Named after the namespace: unique, so that a second run against the
+	// same cluster (-count=2) never counts the first run's Events.
+	name := ns.Name
 	var periodsBefore int
 	t.Run("each period terminates what the rule says and never goes below the minimum", func(t *testing.T) {
 		_, err := terminators.Create(ctx, &chaosv1alpha1.PodTerminator{

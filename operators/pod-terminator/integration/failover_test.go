@@ -40,6 +40,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deleteNamespaceAtEnd(t, admin, ns.Name)
 	pods := watchPods(t, admin, ns.Name)
 	createVictims(t, admin, ns.Name, 10)
 	e2etest.Eventually(t, 60*time.Second, "10 victim pods are live", func() bool { return pods.live() == 10 })

@@ -36,6 +36,7 @@ func testReplacedPod(t *testing.T, method chaos.Method) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deleteNamespaceAtEnd(t, client, ns.Name)
 	newPod := func() *corev1.Pod {
 		p, err := client.CoreV1().Pods(ns.Name).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "victim"},

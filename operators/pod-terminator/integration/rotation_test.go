@@ -60,6 +60,7 @@ func TestWebhookCertificateRotatesWithoutRefusedCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	deleteNamespaceAtEnd(t, admin, ns.Name)
 
 	addrs := []string{e2etest.FreeAddr(t), e2etest.FreeAddr(t)}
 	fwd := startForwarder(t, addrs...)

@@ -14,11 +14,13 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
@@ -52,7 +54,20 @@ func createNamespace(t *testing.T, client kubernetes.Interface, prefix string) s
 	if err != nil {
 		t.Fatal(err)
 	}
+	deleteNamespaceAtEnd(t, client, ns.Name)
 	return ns.Name
+}
+
+// deleteNamespaceAtEnd deletes the namespace ns, with its pods, when the
+// test ends: the kwok node holds 110 pods, and repeated runs against one
+// cluster (-count=3) would fill it.
+func deleteNamespaceAtEnd(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("could not delete namespace %s: %v", ns, err)
+		}
+	})
 }
 
 // createTerminator creates a PodTerminator of the victims of ns, named after
@@ -115,9 +130,19 @@ func TestOnlyReadyPodsAreCountedAndTerminated(t *testing.T) {
 			t.Fatal(err)
 		}
 		if name == "running" {
-			p.Status.Phase = corev1.PodRunning
-			p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ReadinessProbeFailed"})
-			if _, err := admin.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			// The scheduler writes the pod's status too (Unschedulable):
+			// retry on its conflicts.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				p, err := admin.CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				p.Status.Phase = corev1.PodRunning
+				p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse, Reason: "ReadinessProbeFailed"})
+				_, err = admin.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{})
+				return err
+			})
+			if err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,7 +36,7 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 
 	// alice may delete pods in mine only; guarded is protected by whoever
 	// runs the operator.
-	mine, theirs, guarded := newNamespace(t, admin, "mine-"), newNamespace(t, admin, "theirs-"), newNamespace(t, admin, "guarded-")
+	mine, theirs, guarded := createNamespace(t, admin, "mine-"), createNamespace(t, admin, "theirs-"), createNamespace(t, admin, "guarded-")
 	const user = "alice"
 	grant(t, admin, user, mine)
 
@@ -222,15 +221,6 @@ func waitFor(t *testing.T, timeout time.Duration, what string, try func() error)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-}
-
-func newNamespace(t *testing.T, client kubernetes.Interface, prefix string) string {
-	t.Helper()
-	ns, err := client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ns.Name
 }
 
 // grant lets user create, read and update PodTerminators (cluster-scoped: a
