@@ -37,10 +37,16 @@ func testReplacedPod(t *testing.T, method chaos.Method) {
 		t.Fatal(err)
 	}
 	deleteNamespaceAtEnd(t, client, ns.Name)
+	// No node matches these pods, so nothing but this test acts on them (a
+	// node agent finishing the first pod's deletion by name could delete
+	// the second).
 	newPod := func() *corev1.Pod {
 		p, err := client.CoreV1().Pods(ns.Name).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "victim"},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+			Spec: corev1.PodSpec{
+				NodeSelector: map[string]string{"no-such-label": "x"},
+				Containers:   []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
+			},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -48,7 +54,7 @@ func testReplacedPod(t *testing.T, method chaos.Method) {
 		return p
 	}
 	first := newPod()
-	// A grace period of 0 deletes a pod at once, even one on a node.
+	// A grace period of 0 deletes a pod at once.
 	if err := client.CoreV1().Pods(ns.Name).Delete(ctx, "victim", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}); err != nil {
 		t.Fatal(err)
 	}
