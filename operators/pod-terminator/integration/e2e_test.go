@@ -327,11 +327,18 @@ func registerWebhook(t *testing.T, client kubernetes.Interface, addr string) {
 	})
 }
 
+// createVictims creates the Deployment "victim" of pods labelled
+// app=victim in ns.
 func createVictims(t *testing.T, client kubernetes.Interface, ns string, replicas int32) {
 	t.Helper()
-	labels := map[string]string{"app": "victim"}
+	createPods(t, client, ns, "victim", map[string]string{"app": "victim"}, replicas)
+}
+
+// createPods creates a Deployment name of pause pods with labels in ns.
+func createPods(t *testing.T, client kubernetes.Interface, ns, name string, labels map[string]string, replicas int32) {
+	t.Helper()
 	_, err := client.AppsV1().Deployments(ns).Create(context.Background(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "victim"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: ptr.To(replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -287,22 +286,9 @@ func TestPodsAreListedInBoundedPages(t *testing.T) {
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
 	ns := createNamespace(t, admin, "paged-")
 	match := map[string]string{"paged": ns} // a label no other test's pods have
-	_, err := admin.AppsV1().Deployments(ns).Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "paged"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](12),
-			Selector: &metav1.LabelSelector{MatchLabels: match},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: match},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-			},
-		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	createPods(t, admin, ns, "paged", match, 12)
 	// And one pending pod, which the server leaves out.
-	_, err = admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+	_, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pending", Labels: match},
 		Spec: corev1.PodSpec{NodeSelector: map[string]string{"no-such-label": "x"},
 			Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
