@@ -244,9 +244,12 @@ func TestTheErrorStaysSmallWhateverTheObjectsSize(t *testing.T) {
 	allocs := func(spec *chaosv1alpha1.PodTerminatorSpec) float64 {
 		return testing.AllocsPerRun(5, func() { _, _ = validation.Validate(spec, rules) })
 	}
+	// Allocation counts wobble a little between runs (the race detector,
+	// the runtime): compare with generous room. One allocation per bad
+	// entry, the bug this guards against, is 100,000.
 	bigAllocs, smallAllocs := allocs(big), allocs(small)
-	if bigAllocs > smallAllocs+5 {
-		t.Errorf("got %.0f allocations for %d bad namespaces, want about the %.0f for %d", bigAllocs, n, smallAllocs, validation.MaxNamespaces+1)
+	if bigAllocs > 2*smallAllocs {
+		t.Errorf("got %.0f allocations for %d bad namespaces, want at most twice the %.0f for %d", bigAllocs, n, smallAllocs, validation.MaxNamespaces+1)
 	}
 	if bigAllocs > 200 {
 		t.Errorf("got %.0f allocations for %d bad namespaces, want a bounded number (at most 200)", bigAllocs, n)
