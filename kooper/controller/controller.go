@@ -10,7 +10,6 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -23,13 +22,16 @@ type Controller struct {
 	cfg     Config
 	handler Handler // cfg.Handler wrapped by the controller's own middlewares
 	log     log.Logger
-	ran     atomic.Bool
-	synced  atomic.Bool
-	// store is the informer's cache while Run is running and synced.
-	store atomic.Pointer[cache.Indexer]
-	// early holds the objects of the initial list streamed before the cache
-	// has them, with Config.HandleDuringSync, until the cache syncs.
-	early atomic.Pointer[early]
+	// source is where the cache comes from (source.go).
+	source cacheSource
+	ran    atomic.Bool
+	synced atomic.Bool
+	// queue is Run's queue, from the moment Run starts: Enqueue and the
+	// cache's events add to it.
+	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
+	// cache is Run's cache while Run runs and the cache has synced: List
+	// and Get read it.
+	cache atomic.Pointer[openCache]
 	// deleted holds the last state of deleted objects until their key is
 	// handled, with Config.HandleDeleted.
 	deleted sync.Map
@@ -57,7 +59,9 @@ func New(cfg Config) (*Controller, error) {
 	)
 	retrieve := &retrieveErrors{controller: cfg.Name, resource: describe(cfg.Retriever),
 		log: logger, rec: cfg.MetricsRecorder, clock: cfg.Clock}
-	return &Controller{cfg: cfg, handler: h, log: logger, retrieve: retrieve}, nil
+	c := &Controller{cfg: cfg, handler: h, log: logger, retrieve: retrieve}
+	c.source = newCacheSource(cfg, retrieve.handler(), func(key string) { c.add(key, SourceInitial) })
+	return c, nil
 }
 
 // cacheTransform is what objects go through before entering the cache:
@@ -75,62 +79,6 @@ func cacheTransform(user cache.TransformFunc, keepManagedFields bool) cache.Tran
 		}
 		return obj, nil
 	}
-}
-
-// newInformer returns an informer over lw, not started. Its messages (a
-// list that fails, a watch that closes) name what lw's Retriever retrieves.
-func newInformer(ctx context.Context, lw listerWatcher, resyncCheck time.Duration, transform cache.TransformFunc, onWatchError cache.WatchErrorHandlerWithContext) (cache.SharedIndexInformer, error) {
-	informer := cache.NewSharedIndexInformerWithOptions(
-		lw, nil,
-		cache.SharedIndexInformerOptions{ResyncPeriod: resyncCheck, ObjectDescription: describe(lw.r)},
-	)
-	if transform != nil {
-		if err := informer.SetTransform(transform); err != nil {
-			return nil, fmt.Errorf("could not set the cache transform: %w", err)
-		}
-	}
-	if err := informer.SetWatchErrorHandlerWithContext(onWatchError); err != nil {
-		return nil, fmt.Errorf("could not set the watch error handler: %w", err)
-	}
-	return informer, nil
-}
-
-// openCache returns the informer the controller reads, with h registered
-// on it, and closeCache, which unregisters h and returns once the informer
-// the controller started (if any) has stopped. The controller's own
-// informer runs until ctx is done; a shared one while any of its
-// controllers runs.
-func (c *Controller) openCache(ctx context.Context, h cache.ResourceEventHandler) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, func(), error) {
-	// Each controller asks for its own resync interval (0: none).
-	opts := cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval}
-	if shared, ok := c.cfg.Retriever.(*Shared); ok {
-		return shared.join(ctx, h, opts, c.retrieve.handler())
-	}
-	transform := cacheTransform(c.cfg.Transform, c.cfg.KeepManagedFields)
-	lw := listerWatcher{ctx: ctx, r: c.cfg.Retriever}
-	if e := c.early.Load(); e != nil && transform != nil {
-		e.transform = transform
-		transform = e.cacheTransform(transform)
-	}
-	if e := c.early.Load(); e != nil {
-		lw.tap = func(w watch.Interface) watch.Interface {
-			if c.synced.Load() {
-				return w // a later relist goes through the cache
-			}
-			return tapInitialEvents(w, e.arrived)
-		}
-	}
-	informer, err := newInformer(ctx, lw, c.cfg.ResyncInterval, transform, c.retrieve.handler())
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	reg, err := informer.AddEventHandlerWithOptions(h, opts)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("could not register the event handler: %w", err)
-	}
-	var done sync.WaitGroup
-	done.Go(func() { informer.RunWithContext(ctx) })
-	return informer, reg, done.Wait, nil
 }
 
 // ShutdownTimeout returns the bound on how long Run waits for running
@@ -166,11 +114,11 @@ func (c *Controller) SyncError() error {
 // what is computed over all objects at once, such as a gauge counting them
 // by state at scrape time, without a call to the API server.
 func (c *Controller) List() ([]runtime.Object, bool) {
-	store := c.store.Load()
-	if store == nil {
+	src := c.cache.Load()
+	if src == nil {
 		return nil, false
 	}
-	items := (*store).List()
+	items := src.informer.GetIndexer().List()
 	objs := make([]runtime.Object, 0, len(items))
 	for _, item := range items {
 		if obj, ok := item.(runtime.Object); ok {
@@ -180,83 +128,87 @@ func (c *Controller) List() ([]runtime.Object, bool) {
 	return objs, true
 }
 
+// Get returns the object with key (namespace/name, or name for a
+// cluster-scoped object) from the controller's cache, as the handler would
+// get it, and true; or nil and false when the cache does not hold it, before
+// the cache has synced and after Run has returned. The object is the cache's
+// own: read it, never modify it. A child controller's handler reads its
+// owner this way (owner.EnqueueOwner), with no call to the API server.
+func (c *Controller) Get(key string) (runtime.Object, bool) {
+	src := c.cache.Load()
+	if src == nil {
+		return nil, false
+	}
+	item, exists, err := src.informer.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return nil, false
+	}
+	obj, ok := item.(runtime.Object)
+	return obj, ok
+}
+
+// Enqueue queues key (namespace/name, or name for a cluster-scoped object)
+// to be handled as if its object had changed: the handler gets the
+// object's latest state from the cache, and a key already waiting in the
+// queue is handled once. This is how a child controller has its owner
+// handled (see owner.EnqueueOwner): the owner's handler then runs only in
+// this controller's workers, never in two at once, whichever kind's change
+// caused it. Enqueue never blocks. Keys enqueued before Run has started or
+// after it has returned are dropped: Run's initial list queues every object
+// anyway. A key whose object the cache does not hold when a worker takes it
+// is dropped too. Safe for concurrent use.
+func (c *Controller) Enqueue(key string) { c.add(key, SourceEnqueue) }
+
 // Run fills the cache from the Retriever, then handles objects with
 // Config.ConcurrentWorkers workers until ctx is done (with
-// Config.HandleDuringSync the workers start at once, as objects arrive). It then cancels the
-// running handlers' contexts, waits up to Config.ShutdownTimeout for them and
-// for every goroutine it started, and returns nil (or ErrShutdownTimeout).
-// Keys still queued are dropped: they are handled again by whichever
-// controller next lists the objects. Run may be called once.
+// Config.HandleDuringSync the workers start at once, as objects arrive). It
+// then cancels the running handlers' contexts, waits up to
+// Config.ShutdownTimeout for them and for every goroutine it started, and
+// returns nil (or ErrShutdownTimeout). Keys still queued are dropped: they
+// are handled again by whichever controller next lists the objects. Run may
+// be called once.
 func (c *Controller) Run(ctx context.Context) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
 	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "shared", isShared(c.cfg.Retriever))
 
+	// 1. The queue, then the cache, whose events queue keys from now on.
 	queue := c.newQueue()
-	if c.cfg.HandleDuringSync && !isShared(c.cfg.Retriever) {
-		c.early.Store(&early{enqueue: func(key string) {
-			c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, false)
-			queue.Add(key)
-		}})
-	}
-	informer, reg, closeCache, err := c.openCache(ctx, cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
-			if e := c.early.Load(); e != nil {
-				if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil && e.added(key, obj) {
-					return // queued when it streamed in
-				}
-			}
-			c.enqueue(queue, obj)
-		},
-		UpdateFunc: func(_, obj any) { c.enqueue(queue, obj) },
-		// No delete event by default: a deleted object has no state left to
-		// handle; finalizers and owner references do the cleaning (see the
-		// package doc). Controllers of children opt in (HandleDeleted).
-		DeleteFunc: func(obj any) {
-			if c.cfg.HandleDeleted {
-				c.enqueueDeleted(queue, obj)
-			}
-		},
-	})
+	c.queue.Store(&queue)
+	src, err := c.source.open(ctx, c.events(), cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval})
 	if err != nil {
 		queue.ShutDown()
 		return err
 	}
 
+	// 2. The workers: once the cache is filled (every listed object is
+	// then queued), or at once with HandleDuringSync.
 	var workers sync.WaitGroup
-	startWorkers := func() {
+	startWorkers := sync.OnceFunc(func() {
 		for i := range c.cfg.ConcurrentWorkers {
-			workers.Go(func() { c.worker(ctx, i, informer.GetIndexer(), queue) })
+			workers.Go(func() { c.worker(ctx, i, src, queue) })
 		}
-	}
+	})
 	if c.cfg.HandleDuringSync {
-		startWorkers() // objects are handled as they arrive
+		startWorkers()
 	}
-
-	// Wait on the registration's done channel (no polling): once it closes
-	// the cache is filled and every listed object is in the queue.
-	if cache.WaitFor(ctx, "", reg.HasSyncedChecker()) {
-		store := informer.GetIndexer()
-		c.store.Store(&store)
+	if src.waitSynced(ctx) {
+		c.cache.Store(src)
 		c.synced.Store(true)
-		if e := c.early.Swap(nil); e != nil {
-			e.transformed.Clear() // the cache's transform keeps e
-		}
 		c.log.Info("controller cache synced")
-		if !c.cfg.HandleDuringSync {
-			startWorkers()
-		}
+		startWorkers()
 		<-ctx.Done()
-		c.store.Store(nil)
+		c.cache.Store(nil)
 		c.log.Info("controller stopping")
 	} else {
 		c.log.Info("controller stopping before its cache synced")
 	}
 
-	queue.ShutDown() // workers finish their current key, then exit
+	// 3. Drain: workers finish their current key, then exit.
+	queue.ShutDown()
 	err = waitTimeout(&workers, c.cfg.ShutdownTimeout)
-	closeCache()
+	src.close()
 	if err != nil {
 		c.log.Error("controller stopped with handlers still running", log.KeyErr, err)
 		return err
@@ -277,21 +229,56 @@ func (c *Controller) newQueue() workqueue.TypedRateLimitingInterface[string] {
 		newBackoff(c.cfg.RetryBaseDelay, c.cfg.RetryMaxDelay), qcfg)
 }
 
-// enqueue adds an object's key to the queue. The queue holds keys, not
-// objects: a key added again before a worker takes it is handled once, with
-// the object's state at that time.
-func (c *Controller) enqueue(queue workqueue.TypedRateLimitingInterface[string], obj any) {
+// events is what the cache tells the controller: every added or updated
+// object's key is queued. There is no delete event by default: a deleted
+// object has no state left to handle; finalizers and owner references do
+// the cleaning (see the package doc). Controllers of children opt in
+// (Config.HandleDeleted) to route a deleted child to its owner.
+func (c *Controller) events() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, isInInitialList bool) {
+			source := SourceChange
+			if isInInitialList {
+				source = SourceInitial
+			}
+			c.enqueue(obj, source)
+		},
+		UpdateFunc: func(oldObj, obj any) {
+			source := SourceChange
+			if sameVersion(oldObj, obj) {
+				source = SourceResync
+			}
+			c.enqueue(obj, source)
+		},
+		DeleteFunc: func(obj any) {
+			if c.cfg.HandleDeleted {
+				c.enqueueDeleted(obj)
+			}
+		},
+	}
+}
+
+// sameVersion reports whether an update carries no change: a resync.
+func sameVersion(oldObj, obj any) bool {
+	a, okA := oldObj.(metav1.Object)
+	b, okB := obj.(metav1.Object)
+	return okA && okB && a.GetResourceVersion() == b.GetResourceVersion()
+}
+
+// enqueue queues an object's key. The queue holds keys, not objects: a key
+// added again before a worker takes it is handled once, with the object's
+// state at that time.
+func (c *Controller) enqueue(obj any, source string) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
 		c.log.Warn("could not compute an object key", log.KeyErr, err)
 		return
 	}
-	c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, false)
-	queue.Add(key)
+	c.add(key, source)
 }
 
 // enqueueDeleted remembers a deleted object's last state and queues its key.
-func (c *Controller) enqueueDeleted(queue workqueue.TypedRateLimitingInterface[string], obj any) {
+func (c *Controller) enqueueDeleted(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
@@ -305,14 +292,23 @@ func (c *Controller) enqueueDeleted(queue workqueue.TypedRateLimitingInterface[s
 		return
 	}
 	c.deleted.Store(key, &Deleted{Object: ro})
-	c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, false)
-	queue.Add(key)
+	c.add(key, SourceChange)
+}
+
+// add queues key, counted under source, while Run's queue runs.
+func (c *Controller) add(key, source string) {
+	q := c.queue.Load()
+	if q == nil || (*q).ShuttingDown() {
+		return
+	}
+	c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, source)
+	(*q).Add(key)
 }
 
 // worker handles keys until the queue shuts down. The workqueue never gives
 // a key to a worker while another worker still holds it (between Get and
 // Done), so one object is never handled concurrently.
-func (c *Controller) worker(ctx context.Context, id int, store cache.Indexer, queue workqueue.TypedRateLimitingInterface[string]) {
+func (c *Controller) worker(ctx context.Context, id int, src *openCache, queue workqueue.TypedRateLimitingInterface[string]) {
 	logger := c.log.With(log.KeyWorker, id)
 	for {
 		key, shutdown := queue.Get()
@@ -320,7 +316,7 @@ func (c *Controller) worker(ctx context.Context, id int, store cache.Indexer, qu
 			return
 		}
 		if ctx.Err() == nil {
-			c.process(ctx, logger, key, store, queue)
+			c.process(ctx, logger, key, src, queue)
 		}
 		queue.Done(key)
 	}
@@ -328,13 +324,8 @@ func (c *Controller) worker(ctx context.Context, id int, store cache.Indexer, qu
 
 // process handles one key: fetch the latest state, copy it, call the
 // handler, and decide what happens to the key next.
-func (c *Controller) process(ctx context.Context, logger log.Logger, key string, store cache.Indexer, queue workqueue.TypedRateLimitingInterface[string]) {
-	item, exists, err := store.GetByKey(key)
-	if !exists && err == nil {
-		if e := c.early.Load(); e != nil {
-			item, exists = e.get(key)
-		}
-	}
+func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src *openCache, queue workqueue.TypedRateLimitingInterface[string]) {
+	item, exists, err := src.get(key)
 	var tomb any
 	switch {
 	case exists:
@@ -373,7 +364,7 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 	}
 	if delay, requeue := requeueAfter(err); requeue {
 		queue.Forget(key) // a requested requeue is a success too
-		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, true)
+		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, SourceRequeue)
 		queue.AddAfter(key, delay)
 		return
 	}
@@ -388,7 +379,7 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		logger.Error("handling failed, not retrying", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
 	case attempt <= c.cfg.MaxRetries:
 		c.cfg.MetricsRecorder.IncRetry(c.cfg.Name)
-		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, true)
+		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, SourceRetry)
 		logger.Warn("handling failed, retrying", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
 		queue.AddRateLimited(key)
 	default:

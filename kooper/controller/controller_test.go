@@ -204,7 +204,7 @@ func TestRequeueAfterHandlesAgainAfterTheDelayOnly(t *testing.T) {
 		Clock: clock, MetricsRecorder: rec})
 	// The requeue is recorded just before it is queued with the fake
 	// clock's current time, so stepping from here on is exact.
-	eventually(t, "the requeue is asked for", func() bool { return rec.get("queued requeue=true") == 1 })
+	eventually(t, "the requeue is asked for", func() bool { return rec.get("queued "+controller.SourceRequeue) == 1 })
 
 	clock.Step(d - time.Millisecond)
 	settle()

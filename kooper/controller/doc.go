@@ -47,9 +47,11 @@
 // # Several resource types
 //
 // A controller watches one type. An operator that manages several types
-// runs one controller per type, all sharing one Handler; the controllers of
-// child types map each child to its owner with owner.Middleware, so the
-// Handler always receives the primary object.
+// runs one controller per type. The domain logic runs only in the owner's
+// controller; the controllers of child types only route: their handler,
+// owner.EnqueueOwner, queues each child's owner in the owner's controller
+// ([Controller.Enqueue]). One object is then never handled by two workers
+// at once, across kinds too, and the child controllers make no API call.
 //
 // # Memory: what the cache holds
 //

@@ -15,9 +15,6 @@ var (
 	// after Config.ShutdownTimeout. Those handlers' contexts were cancelled;
 	// a handler that ignores its context is abandoned.
 	ErrShutdownTimeout = errors.New("handlers still running after the shutdown timeout")
-	// ErrCacheSync is returned by Run when the controller stopped before its
-	// cache finished the initial sync.
-	ErrCacheSync = errors.New("cache did not sync")
 	// ErrDecode is wrapped by the error [Controller.SyncError] returns when
 	// the last list or watch answer could not be decoded into the
 	// Retriever's Go type: typically one object holding a value its field

@@ -150,9 +150,7 @@ func (m *metrics) get(k string) int {
 	return m.counts[k]
 }
 
-func (m *metrics) IncQueuedEvent(_ string, requeue bool) {
-	m.inc(fmt.Sprintf("queued requeue=%t", requeue), 1)
-}
+func (m *metrics) IncQueuedEvent(_ string, source string) { m.inc("queued "+source, 1) }
 func (m *metrics) ObserveQueueWait(string, time.Duration) { m.inc("queue wait", 1) }
 func (m *metrics) ObserveHandling(_ string, ok bool, _ time.Duration) {
 	m.inc(fmt.Sprintf("handled success=%t", ok), 1)

@@ -10,10 +10,9 @@ import (
 // must be safe for concurrent use; kooper/metrics/prometheus provides one.
 // controller is always the Config.Name of the controller recording.
 type MetricsRecorder interface {
-	// IncQueuedEvent counts an object key added to the queue: requeue is
-	// false for a change seen by the retriever (or a resync) and true for a
-	// retry or a RequeueAfter request.
-	IncQueuedEvent(controller string, requeue bool)
+	// IncQueuedEvent counts an object key added to the queue; source says
+	// where it came from: one of the Source constants.
+	IncQueuedEvent(controller string, source string)
 	// ObserveQueueWait records how long a key waited in the queue before a
 	// worker took it.
 	ObserveQueueWait(controller string, d time.Duration)
@@ -36,6 +35,29 @@ type MetricsRecorder interface {
 	IncRetrieveError(controller string, kind string)
 }
 
+// Sources passed to MetricsRecorder.IncQueuedEvent: where a queued key
+// came from. They are few and fixed, so a metric labelled with them stays
+// small.
+const (
+	// SourceInitial is an object of the cache's initial list (or, for a
+	// controller joining a running shared cache, an object already in it).
+	SourceInitial = "initial"
+	// SourceChange is a change the watch saw: an object added, updated, or
+	// deleted (with Config.HandleDeleted).
+	SourceChange = "change"
+	// SourceResync is a resync: an unchanged object handled again
+	// (Config.ResyncInterval), or one the cache listed again unchanged.
+	SourceResync = "resync"
+	// SourceRetry is a failed handling retried with backoff.
+	SourceRetry = "retry"
+	// SourceRequeue is a handler's RequeueAfter request.
+	SourceRequeue = "requeue"
+	// SourceEnqueue is a key queued with Controller.Enqueue: typically a
+	// child controller routing a child's change to its owner
+	// (owner.EnqueueOwner).
+	SourceEnqueue = "enqueue"
+)
+
 // Reasons passed to MetricsRecorder.IncDropped.
 const (
 	DropReasonMaxRetries = "max_retries"
@@ -44,7 +66,7 @@ const (
 
 type noopRecorder struct{}
 
-func (noopRecorder) IncQueuedEvent(string, bool)                 {}
+func (noopRecorder) IncQueuedEvent(string, string)               {}
 func (noopRecorder) ObserveQueueWait(string, time.Duration)      {}
 func (noopRecorder) ObserveHandling(string, bool, time.Duration) {}
 func (noopRecorder) IncRetry(string)                             {}

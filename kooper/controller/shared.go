@@ -48,7 +48,7 @@ type Shared struct {
 	users    int
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
-	stopped  chan struct{}
+	stopped  <-chan struct{}
 	// onError holds each joined controller's watch error handler: a failed
 	// list or watch is every one of them's failure to sync.
 	onError map[cache.ResourceEventHandlerRegistration]cache.WatchErrorHandlerWithContext
@@ -113,47 +113,35 @@ func isShared(r Retriever) bool {
 const resyncCheckPeriod = time.Second
 
 // join adds h to the shared cache, starting the cache if no controller is
-// using it, and returns the cache, the registration, and leave, which
-// removes h and stops the cache when h was its last user. ctx is the
-// joining controller's Run context; the cache itself runs on a context of
-// its own (keeping ctx's values), cancelled by the last leave.
-func (s *Shared) join(ctx context.Context, h cache.ResourceEventHandler, opts cache.HandlerOptions, onWatchError cache.WatchErrorHandlerWithContext) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, func(), error) {
+// using it, and returns the cache, whose close removes h and stops the cache
+// when h was its last user. ctx is the joining controller's Run context; the
+// cache itself runs on a context of its own (keeping ctx's values),
+// cancelled by the last close.
+func (s *Shared) join(ctx context.Context, h cache.ResourceEventHandler, opts cache.HandlerOptions, onWatchError cache.WatchErrorHandlerWithContext) (*openCache, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	informer := s.informer
 	if s.users == 0 {
 		runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		var err error
-		informer, err = newInformer(runCtx, listerWatcher{ctx: runCtx, r: s.cfg.Retriever}, resyncCheckPeriod, cacheTransform(s.cfg.Transform, s.cfg.KeepManagedFields), s.watchError)
+		lw := listerWatcher{ctx: runCtx, r: s.cfg.Retriever}
+		transform := cacheTransform(s.cfg.Transform, s.cfg.KeepManagedFields)
+		informer, reg, stopped, err := startInformer(runCtx, lw, resyncCheckPeriod, transform, s.watchError, h, opts)
 		if err != nil {
 			stop()
-			return nil, nil, nil, err
+			return nil, err
 		}
-		// The first handler is added before the informer starts, so it
-		// receives the initial objects as they arrive.
-		reg, err := informer.AddEventHandlerWithOptions(h, opts)
-		if err != nil {
-			stop()
-			return nil, nil, nil, fmt.Errorf("could not register the event handler: %w", err)
-		}
-		stopped := make(chan struct{})
-		go func() {
-			defer close(stopped)
-			informer.RunWithContext(runCtx)
-		}()
 		s.informer, s.stop, s.stopped = informer, stop, stopped
-		return s.joined(informer, reg, onWatchError)
+		return s.joined(informer, reg, onWatchError), nil
 	}
-	reg, err := informer.AddEventHandlerWithOptions(h, opts)
+	reg, err := s.informer.AddEventHandlerWithOptions(h, opts)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("could not register the event handler: %w", err)
+		return nil, fmt.Errorf("could not register the event handler: %w", err)
 	}
-	return s.joined(informer, reg, onWatchError)
+	return s.joined(s.informer, reg, onWatchError), nil
 }
 
-// joined counts a new user of informer, with s.mu held, and returns what
-// join returns.
-func (s *Shared) joined(informer cache.SharedIndexInformer, reg cache.ResourceEventHandlerRegistration, onWatchError cache.WatchErrorHandlerWithContext) (cache.SharedIndexInformer, cache.ResourceEventHandlerRegistration, func(), error) {
+// joined counts a new user of informer, with s.mu held, and returns its
+// cache.
+func (s *Shared) joined(informer cache.SharedIndexInformer, reg cache.ResourceEventHandlerRegistration, onWatchError cache.WatchErrorHandlerWithContext) *openCache {
 	s.users++
 	if s.onError == nil {
 		s.onError = map[cache.ResourceEventHandlerRegistration]cache.WatchErrorHandlerWithContext{}
@@ -161,7 +149,7 @@ func (s *Shared) joined(informer cache.SharedIndexInformer, reg cache.ResourceEv
 	s.onError[reg] = onWatchError
 	var once sync.Once
 	leave := func() { once.Do(func() { s.leave(informer, reg) }) }
-	return informer, reg, leave, nil
+	return &openCache{informer: informer, reg: reg, close: leave}
 }
 
 func (s *Shared) leave(informer cache.SharedIndexInformer, reg cache.ResourceEventHandlerRegistration) {

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,14 +26,19 @@ import (
 // handled once for the initial list.
 
 // early holds the objects of the initial stream the cache has not added
-// yet, by key.
+// yet, by key, until the cache has synced.
 type early struct {
 	transform cache.TransformFunc
-	enqueue   func(key string)
+	queue     func(key string)
 	objects   sync.Map // key -> runtime.Object, transformed
 	// transformed holds the objects the tap transformed, until the cache
-	// syncs, so that the cache's transform skips them.
+	// syncs, so that the cache's transform skips them. It is keyed by the
+	// object itself (a pointer): the reflector hands the cache's transform
+	// the very objects the tap passed on.
 	transformed sync.Map // any (the object) -> struct{}
+	// done is set once the cache has synced: nothing is tapped or
+	// remembered any more.
+	done atomic.Bool
 }
 
 // arrived transforms obj, remembers it and queues its key. It returns the
@@ -55,7 +61,7 @@ func (e *early) arrived(obj runtime.Object) runtime.Object {
 		return ro // the cache's own add reports it
 	}
 	e.objects.Store(key, ro)
-	e.enqueue(key)
+	e.queue(key)
 	return ro
 }
 
@@ -90,6 +96,31 @@ func (e *early) added(key string, obj any) bool {
 	b, okB := obj.(metav1.Object)
 	return okA && okB && a.GetResourceVersion() == b.GetResourceVersion()
 }
+
+// synced forgets everything once the cache holds every object.
+func (e *early) synced() {
+	e.done.Store(true)
+	e.objects.Clear()
+	e.transformed.Clear() // the cache's transform keeps e
+}
+
+// skipTapped passes the cache's events on to next, except the addition of
+// an object the tap already queued at that version: an object is handled
+// once for the initial list.
+type skipTapped struct {
+	next  cache.ResourceEventHandler
+	early *early
+}
+
+func (s skipTapped) OnAdd(obj any, isInInitialList bool) {
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil && s.early.added(key, obj) {
+		return
+	}
+	s.next.OnAdd(obj, isInInitialList)
+}
+
+func (s skipTapped) OnUpdate(oldObj, newObj any) { s.next.OnUpdate(oldObj, newObj) }
+func (s skipTapped) OnDelete(obj any)            { s.next.OnDelete(obj) }
 
 // tapInitialEvents wraps w, the watch of a streamed initial list, and
 // calls onObject with each object added before the bookmark that ends the

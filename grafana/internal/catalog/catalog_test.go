@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
+	"github.com/kooperkit/kooper/kooper/controller"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
@@ -32,7 +33,7 @@ func TestTheCatalogMatchesWhatTheLibraryRegisters(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rec.IncQueuedEvent("c", false)
+	rec.IncQueuedEvent("c", controller.SourceChange)
 	rec.SetLeader("c", true)
 
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

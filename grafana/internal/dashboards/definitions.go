@@ -127,11 +127,11 @@ func queuePanels() []Panel {
 	return []Panel{
 		{
 			Title:       "Events per second",
-			Description: "Keys added to each controller's queue: changes the retriever saw and resyncs (requeue=false), retries and RequeueAfter (requeue=true).",
+			Description: "Keys added to each controller's queue, by source: initial (the cache's first list), change (an add, update or delete the watch saw), resync, retry (a failed handling), requeue (a RequeueAfter request), enqueue (routed from another controller).",
 			Unit:        "ops",
 			Targets: []Target{{
-				Expr:   "sum by (controller, requeue) (" + rate(sel(catalog.QueuedEvents)) + ")",
-				Legend: "{{controller}} requeue={{requeue}}",
+				Expr:   "sum by (controller, source) (" + rate(sel(catalog.QueuedEvents)) + ")",
+				Legend: "{{controller}} {{source}}",
 			}},
 		},
 		{
@@ -151,6 +151,15 @@ func queuePanels() []Panel {
 				{Expr: quantile("0.5", catalog.QueueWait), Legend: "{{controller}} p50"},
 				{Expr: quantile("0.99", catalog.QueueWait), Legend: "{{controller}} p99"},
 			},
+		},
+		{
+			Title:       "Keys routed from other controllers per second",
+			Description: "Keys queued with Controller.Enqueue (source=\"enqueue\"), by the controller whose queue took them: when a child changes, a child controller routes its owner's key into the owner's queue. Zero for a controller that owns nothing.",
+			Unit:        "ops",
+			Targets: []Target{{
+				Expr:   "sum by (controller) (" + rate(sel(catalog.QueuedEvents, `source="enqueue"`)) + ")",
+				Legend: "{{controller}}",
+			}},
 		},
 	}
 }

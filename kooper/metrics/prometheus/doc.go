@@ -14,7 +14,7 @@
 //
 //	| metric                                    | type      | labels              | meaning                                |
 //	|-------------------------------------------|-----------|---------------------|----------------------------------------|
-//	| kooper_controller_queued_events_total     | counter   | controller, requeue | keys added to the queue                |
+//	| kooper_controller_queued_events_total     | counter   | controller, source  | keys added to the queue                |
 //	| kooper_controller_queue_wait_seconds      | histogram | controller          | time a key waited in the queue         |
 //	| kooper_controller_handle_duration_seconds | histogram | controller, success | time a handler call took               |
 //	| kooper_controller_retries_total           | counter   | controller          | failed handlings that will be retried  |
@@ -36,8 +36,13 @@
 // Label values:
 //   - controller is the controller's Config.Name; for kooper_controller_leader
 //     it is the name given to [Recorder.SetLeader].
-//   - requeue is "false" for a change the retriever saw (or a resync) and
-//     "true" for a retry or a RequeueAfter request.
+//   - source is where a queued key came from: "initial" (the cache's first
+//     list), "change" (an add, update or delete the watch saw), "resync",
+//     "retry" (a failed handling, after its backoff), "requeue" (a
+//     RequeueAfter request) or "enqueue" (Controller.Enqueue: typically a
+//     child controller routing a child's change to its owner, counted under
+//     the owner's controller). These are [controller.SourceInitial] and the
+//     other Source constants; any other value is counted as given.
 //   - success is "true" when the handler returned nil, including a
 //     RequeueAfter request, and "false" otherwise.
 //   - reason is "max_retries" or "terminal" ([controller.DropReasonMaxRetries],
@@ -65,6 +70,6 @@
 // A registry holds one Recorder: calling New twice with the same registerer
 // returns an error wrapping prometheus.AlreadyRegisteredError. Create one
 // Recorder per process and share it; it is safe for concurrent use and each
-// method is a map lookup and an atomic update, without allocating. A nil
-// *Recorder records nothing.
+// method is a map lookup or two and an atomic update, without allocating.
+// A nil *Recorder records nothing.
 package prometheus

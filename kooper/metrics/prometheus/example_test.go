@@ -24,7 +24,7 @@ func ExampleNew() {
 	}
 	var _ controller.MetricsRecorder = rec // what a controller.Config takes
 
-	rec.IncQueuedEvent("pod-terminator", false)
+	rec.IncQueuedEvent("pod-terminator", controller.SourceChange)
 	rec.SetLeader("pod-terminator", true)
 
 	mfs, err := reg.Gather()
@@ -84,6 +84,46 @@ func ExampleRecorder_shared() {
 	// controller=nodes success=true count=1 sum=0.4s
 	// controller=pods success=false count=1 sum=3s
 	// controller=pods success=true count=1 sum=0.03s
+}
+
+// Queued keys are counted by where they came from. A child controller that
+// routes a child's change to its owner queues the owner's key with
+// Controller.Enqueue: it is counted under the owner's controller, with
+// source "enqueue".
+func ExampleRecorder_IncQueuedEvent() {
+	reg := prometheus.NewRegistry()
+	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	rec.IncQueuedEvent("tenants", controller.SourceInitial)
+	rec.IncQueuedEvent("tenants", controller.SourceInitial)
+	rec.IncQueuedEvent("tenants", controller.SourceEnqueue) // a child changed
+	rec.IncQueuedEvent("tenants", controller.SourceRetry)
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "kooper_controller_queued_events_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			l := m.GetLabel() // sorted by name: controller, source
+			fmt.Printf("controller=%s source=%s %g\n", l[0].GetValue(), l[1].GetValue(), m.GetCounter().GetValue())
+		}
+	}
+	// Output:
+	// controller=tenants source=change 0
+	// controller=tenants source=enqueue 1
+	// controller=tenants source=initial 2
+	// controller=tenants source=requeue 0
+	// controller=tenants source=resync 0
+	// controller=tenants source=retry 1
 }
 
 // A registry holds one Recorder. A second New on the same registry fails

@@ -16,11 +16,22 @@ import (
 // Label names. Their values are bounded: see the package documentation.
 const (
 	labelController = "controller"
-	labelRequeue    = "requeue"
+	labelSource     = "source"
 	labelSuccess    = "success"
 	labelReason     = "reason"
 	labelKind       = "kind"
 )
+
+// sources are the values of the source label that get a cached series per
+// controller, created at zero: every controller.Source constant.
+var sources = []string{
+	controller.SourceInitial,
+	controller.SourceChange,
+	controller.SourceResync,
+	controller.SourceRetry,
+	controller.SourceRequeue,
+	controller.SourceEnqueue,
+}
 
 // DefaultBuckets returns the histogram buckets used when Options.Buckets is
 // empty: 16 upper bounds from 1ms doubling to 32.768s.
@@ -80,7 +91,7 @@ var _ controller.MetricsRecorder = (*Recorder)(nil)
 // children holds one controller's series, looked up once so that recording
 // is a map load and an atomic add.
 type children struct {
-	queuedNew, queuedRequeue    prom.Counter
+	queued                      map[string]prom.Counter // by source; read-only once built
 	queueWait                   prom.Observer
 	handleSuccess, handleFailed prom.Observer
 	retries                     prom.Counter
@@ -107,8 +118,8 @@ func New(reg prom.Registerer, opts Options) (*Recorder, error) {
 	r := &Recorder{
 		queued: prom.NewCounterVec(prom.CounterOpts{
 			Name: "kooper_controller_queued_events_total",
-			Help: "Object keys added to a controller's queue; requeue is true for retries and RequeueAfter requests.",
-		}, []string{labelController, labelRequeue}),
+			Help: "Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, typically a child controller routing its owner's key).",
+		}, []string{labelController, labelSource}),
 		queueWait: prom.NewHistogramVec(prom.HistogramOpts{
 			Name:    "kooper_controller_queue_wait_seconds",
 			Help:    "Time an object key waited in a controller's queue before a worker took it.",
@@ -157,17 +168,18 @@ func New(reg prom.Registerer, opts Options) (*Recorder, error) {
 	return r, nil
 }
 
-// IncQueuedEvent implements controller.MetricsRecorder.
-func (r *Recorder) IncQueuedEvent(controller string, requeue bool) {
+// IncQueuedEvent implements controller.MetricsRecorder. A source other
+// than the controller.Source constants is recorded as given, with a slower
+// lookup.
+func (r *Recorder) IncQueuedEvent(controller string, source string) {
 	if r == nil {
 		return
 	}
-	c := r.forController(controller)
-	if requeue {
-		c.queuedRequeue.Inc()
-	} else {
-		c.queuedNew.Inc()
+	if q, ok := r.forController(controller).queued[source]; ok {
+		q.Inc()
+		return
 	}
+	r.queued.WithLabelValues(controller, source).Inc()
 }
 
 // ObserveQueueWait implements controller.MetricsRecorder.
@@ -273,8 +285,7 @@ func (r *Recorder) forController(name string) *children {
 		return c.(*children)
 	}
 	c := &children{
-		queuedNew:         r.queued.WithLabelValues(name, strconv.FormatBool(false)),
-		queuedRequeue:     r.queued.WithLabelValues(name, strconv.FormatBool(true)),
+		queued:            make(map[string]prom.Counter, len(sources)),
 		queueWait:         r.queueWait.WithLabelValues(name),
 		handleSuccess:     r.handle.WithLabelValues(name, strconv.FormatBool(true)),
 		handleFailed:      r.handle.WithLabelValues(name, strconv.FormatBool(false)),
@@ -283,6 +294,9 @@ func (r *Recorder) forController(name string) *children {
 		droppedTerminal:   r.dropped.WithLabelValues(name, controller.DropReasonTerminal),
 		panics:            r.panics.WithLabelValues(name),
 		queueLen:          r.queueLen.WithLabelValues(name),
+	}
+	for _, s := range sources {
+		c.queued[s] = r.queued.WithLabelValues(name, s)
 	}
 	// endregion: series-at-zero
 	c.retrieveDecode = r.retrieve.WithLabelValues(name, controller.RetrieveErrorDecode)

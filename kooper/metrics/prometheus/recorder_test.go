@@ -37,9 +37,13 @@ func newRecorder(t *testing.T, opts kooperprom.Options) (*kooperprom.Recorder, *
 // recordEverything calls every Recorder method at least once for "pods",
 // and SetLeader for a leading "pods" and a waiting "standby".
 func recordEverything(rec *kooperprom.Recorder) {
-	rec.IncQueuedEvent("pods", false)
-	rec.IncQueuedEvent("pods", true)
-	rec.IncQueuedEvent("pods", true)
+	rec.IncQueuedEvent("pods", controller.SourceInitial)
+	rec.IncQueuedEvent("pods", controller.SourceChange)
+	rec.IncQueuedEvent("pods", controller.SourceChange)
+	rec.IncQueuedEvent("pods", controller.SourceRetry)
+	rec.IncQueuedEvent("pods", controller.SourceEnqueue)
+	rec.IncQueuedEvent("pods", controller.SourceEnqueue)
+	rec.IncQueuedEvent("pods", controller.SourceEnqueue)
 	rec.ObserveQueueWait("pods", 50*time.Millisecond)
 	rec.ObserveHandling("pods", true, 200*time.Millisecond)
 	rec.ObserveHandling("pods", false, 2*time.Second)
@@ -135,10 +139,14 @@ kooper_controller_queue_wait_seconds_bucket{controller="pods",le="1"} 1
 kooper_controller_queue_wait_seconds_bucket{controller="pods",le="+Inf"} 1
 kooper_controller_queue_wait_seconds_sum{controller="pods"} 0.05
 kooper_controller_queue_wait_seconds_count{controller="pods"} 1
-# HELP kooper_controller_queued_events_total Object keys added to a controller's queue; requeue is true for retries and RequeueAfter requests.
+# HELP kooper_controller_queued_events_total Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, typically a child controller routing its owner's key).
 # TYPE kooper_controller_queued_events_total counter
-kooper_controller_queued_events_total{controller="pods",requeue="false"} 1
-kooper_controller_queued_events_total{controller="pods",requeue="true"} 2
+kooper_controller_queued_events_total{controller="pods",source="change"} 2
+kooper_controller_queued_events_total{controller="pods",source="enqueue"} 3
+kooper_controller_queued_events_total{controller="pods",source="initial"} 1
+kooper_controller_queued_events_total{controller="pods",source="requeue"} 0
+kooper_controller_queued_events_total{controller="pods",source="resync"} 0
+kooper_controller_queued_events_total{controller="pods",source="retry"} 1
 # HELP kooper_controller_retries_total Failed handlings that a controller will retry.
 # TYPE kooper_controller_retries_total counter
 kooper_controller_retries_total{controller="pods"} 1
@@ -173,8 +181,12 @@ func TestFirstUseCreatesSeriesAtZero(t *testing.T) {
 		name   string
 		labels map[string]string
 	}{
-		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "requeue": "false"}},
-		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "requeue": "true"}},
+		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "source": "initial"}},
+		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "source": "change"}},
+		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "source": "resync"}},
+		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "source": "retry"}},
+		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "source": "requeue"}},
+		{"kooper_controller_queued_events_total", map[string]string{"controller": "pods", "source": "enqueue"}},
 		{"kooper_controller_queue_wait_seconds", map[string]string{"controller": "pods"}},
 		{"kooper_controller_handle_duration_seconds", map[string]string{"controller": "pods", "success": "true"}},
 		{"kooper_controller_handle_duration_seconds", map[string]string{"controller": "pods", "success": "false"}},
@@ -241,6 +253,66 @@ func TestUnknownDropReasonIsRecordedAsGiven(t *testing.T) {
 
 	if got := value(t, reg, "kooper_controller_dropped_total", map[string]string{"controller": "pods", "reason": "other"}); got != 1 {
 		t.Errorf("got %v, want 1", got)
+	}
+}
+
+func TestQueuedEventsAreCountedBySource(t *testing.T) {
+	tests := []struct {
+		name   string
+		source string
+	}{
+		{name: "a key of the initial list", source: controller.SourceInitial},
+		{name: "a change the watch saw", source: controller.SourceChange},
+		{name: "a resync", source: controller.SourceResync},
+		{name: "a retry", source: controller.SourceRetry},
+		{name: "a RequeueAfter request", source: controller.SourceRequeue},
+		{name: "a key routed by Enqueue", source: controller.SourceEnqueue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, reg := newRecorder(t, kooperprom.Options{})
+			rec.IncQueuedEvent("pods", tt.source)
+			rec.IncQueuedEvent("pods", tt.source)
+
+			if got := value(t, reg, "kooper_controller_queued_events_total", map[string]string{"controller": "pods", "source": tt.source}); got != 2 {
+				t.Errorf("got %v, want 2", got)
+			}
+			total := 0.0
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, mf := range mfs {
+				if mf.GetName() == "kooper_controller_queued_events_total" {
+					for _, m := range mf.GetMetric() {
+						total += m.GetCounter().GetValue()
+					}
+				}
+			}
+			if total != 2 {
+				t.Errorf("got %v queued events over every source, want 2: another source was counted", total)
+			}
+		})
+	}
+}
+
+func TestUnknownSourceIsRecordedAsGiven(t *testing.T) {
+	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec.IncQueuedEvent("pods", "other")
+
+	const want = `
+# HELP kooper_controller_queued_events_total Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, typically a child controller routing its owner's key).
+# TYPE kooper_controller_queued_events_total counter
+kooper_controller_queued_events_total{controller="pods",source="change"} 0
+kooper_controller_queued_events_total{controller="pods",source="enqueue"} 0
+kooper_controller_queued_events_total{controller="pods",source="initial"} 0
+kooper_controller_queued_events_total{controller="pods",source="other"} 1
+kooper_controller_queued_events_total{controller="pods",source="requeue"} 0
+kooper_controller_queued_events_total{controller="pods",source="resync"} 0
+kooper_controller_queued_events_total{controller="pods",source="retry"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kooper_controller_queued_events_total"); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -379,7 +451,7 @@ func TestDefaultBuckets(t *testing.T) {
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var rec *kooperprom.Recorder
 	var mr controller.MetricsRecorder = rec // as a Config would hold it
-	mr.IncQueuedEvent("pods", true)
+	mr.IncQueuedEvent("pods", controller.SourceRetry)
 	mr.ObserveQueueWait("pods", time.Second)
 	mr.ObserveHandling("pods", true, time.Second)
 	mr.IncRetry("pods")
@@ -392,6 +464,11 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 func TestConcurrentUse(t *testing.T) {
 	rec, reg := newRecorder(t, kooperprom.Options{})
 	controllers := []string{"pods", "nodes", "services"}
+	// Every source, and one the Recorder has no cached series for.
+	sources := []string{
+		controller.SourceInitial, controller.SourceChange, controller.SourceResync,
+		controller.SourceRetry, controller.SourceRequeue, controller.SourceEnqueue, "other",
+	}
 	const goroutines, calls = 8, 200
 
 	var wg sync.WaitGroup
@@ -399,7 +476,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range calls {
 				name := controllers[(g+i)%len(controllers)]
-				rec.IncQueuedEvent(name, i%2 == 0)
+				rec.IncQueuedEvent(name, sources[i%len(sources)])
 				rec.AddQueueLength(name, 1)
 				rec.ObserveQueueWait(name, time.Millisecond)
 				rec.ObserveHandling(name, i%3 != 0, time.Millisecond)
@@ -425,8 +502,9 @@ func TestConcurrentUse(t *testing.T) {
 	var retries, queued float64
 	for _, name := range controllers {
 		retries += value(t, reg, "kooper_controller_retries_total", map[string]string{"controller": name})
-		queued += value(t, reg, "kooper_controller_queued_events_total", map[string]string{"controller": name, "requeue": "true"})
-		queued += value(t, reg, "kooper_controller_queued_events_total", map[string]string{"controller": name, "requeue": "false"})
+		for _, source := range sources {
+			queued += value(t, reg, "kooper_controller_queued_events_total", map[string]string{"controller": name, "source": source})
+		}
 		if got := value(t, reg, "kooper_controller_queue_length", map[string]string{"controller": name}); got != 0 {
 			t.Errorf("got queue length %v for %s, want 0", got, name)
 		}
@@ -445,7 +523,8 @@ func TestRecordingDoesNotAllocate(t *testing.T) {
 	rec.IncRetry(name) // the first call creates the series
 
 	got := testing.AllocsPerRun(100, func() {
-		rec.IncQueuedEvent(name, true)
+		rec.IncQueuedEvent(name, controller.SourceChange)
+		rec.IncQueuedEvent(name, controller.SourceEnqueue)
 		rec.ObserveQueueWait(name, time.Millisecond)
 		rec.ObserveHandling(name, false, time.Millisecond)
 		rec.IncRetry(name)
