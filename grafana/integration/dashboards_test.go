@@ -162,6 +162,9 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 		`sum(kooper_pod_terminator_terminated_pods_total{terminator="victims", dry_run="false"}) >= 2`,
 		`sum(kooper_pod_terminator_terminated_pods_total{terminator="victims-dry-run", dry_run="true"}) >= 2`,
 		`sum by (controller) (kooper_controller_leader) == 1`,
+		// Child controllers route their Tenant's key into the owner's
+		// queue: the routed-keys panel has data, not only zeros.
+		`sum(kooper_controller_queued_events_total{controller="multi-resource", source="enqueue"}) >= 1`,
 		`min(count_over_time(up[1m])) >= 15`,
 	} {
 		eventually(t, 90*time.Second, "Prometheus answers "+q, func() error {

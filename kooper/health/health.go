@@ -3,19 +3,23 @@
 // can do its job).
 //
 // What "ready" means is the operator's choice, through Config.Ready. For
-// controllers under leader election, Ready returned by Readiness is the usual
-// one: a leader is ready once every controller's cache is filled; a standby
-// is ready at once, because it can take over, so a Deployment of two replicas
-// becomes Available with one of them waiting.
+// controllers run by a *leaderelection.Runner, Ready returned by Readiness is
+// the usual one: a leader is ready once every controller's cache is filled; a
+// standby is ready at once, because it can take over, so a Deployment of two
+// replicas becomes Available with one of them waiting. Without leader
+// election (the runner's Config.Disabled), a replica is ready once the caches
+// are filled.
 //
-//	leader := health.NewLeader(recorder) // pass as leaderelection.Config.Recorder
+//	runner, err := leaderelection.New(leaderelection.Config{...}, ctrlA, ctrlB)
+//	if err != nil { ... }
 //	srv, err := health.Start(health.Config{
 //		Addr:     ":8080",
 //		Gatherer: registry,
-//		Ready:    health.Readiness(leader, ctrlA, ctrlB),
+//		Ready:    health.Readiness(runner, ctrlA, ctrlB),
 //	})
 //	if err != nil { ... }
 //	defer srv.Stop()
+//	return runner.Run(ctx)
 //
 // # Limits
 //
@@ -50,7 +54,6 @@ import (
 	"net/http/pprof"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -234,32 +237,15 @@ func (s *Server) Stop() {
 	<-s.done
 }
 
-// LeaderRecorder receives the leader status; leaderelection.Recorder and
-// kooper/metrics/prometheus's Recorder have this method.
-type LeaderRecorder interface {
-	SetLeader(name string, leading bool)
+// Leadership is what Readiness asks about leader election: a
+// *leaderelection.Runner.
+type Leadership interface {
+	// Leading reports whether this replica leads and runs its controllers.
+	Leading() bool
+	// Standby reports whether leader election is on and this replica does
+	// not lead: it is ready to take over.
+	Standby() bool
 }
-
-// Leader remembers whether this replica leads, for Readiness, and passes the
-// status on. Pass it as leaderelection.Config.Recorder.
-type Leader struct {
-	next    LeaderRecorder
-	leading atomic.Bool
-}
-
-// NewLeader returns a Leader passing the status on to next (nil: nowhere).
-func NewLeader(next LeaderRecorder) *Leader { return &Leader{next: next} }
-
-// SetLeader records the status.
-func (l *Leader) SetLeader(name string, leading bool) {
-	l.leading.Store(leading)
-	if l.next != nil {
-		l.next.SetLeader(name, leading)
-	}
-}
-
-// Leading reports whether this replica leads now.
-func (l *Leader) Leading() bool { return l.leading.Load() }
 
 // Synced is what Readiness checks: a *controller.Controller.
 type Synced interface {
@@ -273,16 +259,20 @@ type syncErrorer interface {
 	SyncError() error
 }
 
-// Readiness returns a Config.Ready: ready when every controller has synced,
-// or, with leader election (leader not nil), while this replica is a
-// standby. The status says which: "leading", "standby" or "synced" (without
-// leader election). When not ready, the error says so ("leading, caches not
-// synced yet", or "caches not synced yet" without leader election),
-// followed by why for each controller that knows (SyncError, such as
-// "tenants: could not decode the retrieved objects of
-// *v1alpha1.Tenant: ..."): that is the body of /readyz's 503.
-func Readiness(leader *Leader, controllers ...Synced) func() (string, error) {
+// Readiness returns a Config.Ready: ready while l is a standby, or when
+// every controller has synced. The status says which: "standby", "leading",
+// or "synced" without leader election (l nil, or neither leading nor
+// standing by, as a runner with leader election disabled). When not ready,
+// the error says so ("leading, caches not synced yet", or "caches not
+// synced yet" without leader election), followed by why for each controller
+// that knows (SyncError, such as "tenants: could not decode the retrieved
+// objects of *v1alpha1.Tenant: ..."): that is the body of /readyz's 503.
+func Readiness(l Leadership, controllers ...Synced) func() (string, error) {
 	return func() (string, error) {
+		if l != nil && l.Standby() {
+			return "standby", nil // ready to take over
+		}
+		leading := l != nil && l.Leading()
 		synced := true
 		var why []error
 		for _, c := range controllers {
@@ -297,15 +287,13 @@ func Readiness(leader *Leader, controllers ...Synced) func() (string, error) {
 			}
 		}
 		switch {
-		case leader == nil && synced:
-			return "synced", nil
-		case leader != nil && !leader.Leading():
-			return "standby", nil // ready to take over
-		case synced:
+		case synced && leading:
 			return "leading", nil
+		case synced:
+			return "synced", nil
 		}
 		msg := "caches not synced yet"
-		if leader != nil {
+		if leading {
 			msg = "leading, " + msg
 		}
 		if len(why) == 0 {

@@ -75,54 +75,44 @@ type synced bool
 
 func (s synced) HasSynced() bool { return bool(s) }
 
+// role is a Leadership that stays in one role.
+type role struct{ leading, standby bool }
+
+func (r role) Leading() bool { return r.leading }
+func (r role) Standby() bool { return r.standby }
+
+var (
+	leader  = role{leading: true}
+	standby = role{standby: true}
+	// disabled neither leads nor stands by: a runner with leader election
+	// disabled.
+	disabled = role{}
+)
+
 func TestReadiness(t *testing.T) {
 	// region: readiness
 	tests := []struct {
 		name        string
-		election    bool
-		leading     bool
+		leadership  health.Leadership // nil: no leader election
 		controllers []health.Synced
 		wantReady   bool
 		wantStatus  string
 	}{
-		{"synced without leader election", false, false, []health.Synced{synced(true), synced(true)}, true, "synced"},
-		{"one controller not synced", false, false, []health.Synced{synced(true), synced(false)}, false, ""},
-		{"a standby is ready", true, false, []health.Synced{synced(false)}, true, "standby"},
-		{"a leader before sync is not", true, true, []health.Synced{synced(false)}, false, ""},
-		{"a leader after sync is", true, true, []health.Synced{synced(true)}, true, "leading"},
+		{"synced without leader election", nil, []health.Synced{synced(true), synced(true)}, true, "synced"},
+		{"synced with leader election disabled", disabled, []health.Synced{synced(true)}, true, "synced"},
+		{"one controller not synced", disabled, []health.Synced{synced(true), synced(false)}, false, ""},
+		{"a standby is ready", standby, []health.Synced{synced(false)}, true, "standby"},
+		{"a leader before sync is not", leader, []health.Synced{synced(false)}, false, ""},
+		{"a leader after sync is", leader, []health.Synced{synced(true)}, true, "leading"},
 	}
 	// endregion: readiness
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var leader *health.Leader
-			if tt.election {
-				leader = health.NewLeader(nil)
-				leader.SetLeader("op", tt.leading)
-			}
-			status, err := health.Readiness(leader, tt.controllers...)()
+			status, err := health.Readiness(tt.leadership, tt.controllers...)()
 			if (err == nil) != tt.wantReady || status != tt.wantStatus {
 				t.Errorf("got %q, %v, want ready %v with %q", status, err, tt.wantReady, tt.wantStatus)
 			}
 		})
-	}
-}
-
-type recorder struct{ calls []string }
-
-func (r *recorder) SetLeader(name string, leading bool) {
-	r.calls = append(r.calls, name+map[bool]string{true: " leads", false: " waits"}[leading])
-}
-
-func TestLeaderPassesTheStatusOn(t *testing.T) {
-	next := &recorder{}
-	l := health.NewLeader(next)
-	l.SetLeader("op", true)
-	if !l.Leading() {
-		t.Error("got not leading after SetLeader(true)")
-	}
-	l.SetLeader("op", false)
-	if l.Leading() || strings.Join(next.calls, ",") != "op leads,op waits" {
-		t.Errorf("got leading %v and calls %v", l.Leading(), next.calls)
 	}
 }
 
@@ -151,25 +141,22 @@ func TestReadinessSaysWhyControllersHaveNotSynced(t *testing.T) {
 	decode := errors.New("tenants: could not decode the retrieved objects of *v1alpha1.Tenant: quantities must match")
 	tests := []struct {
 		name        string
-		election    bool
+		leadership  health.Leadership
 		controllers []health.Synced
 		want        []string
 	}{
-		{"without leader election", false, []health.Synced{synced(true), failing{decode}},
+		{"without leader election", nil, []health.Synced{synced(true), failing{decode}},
 			[]string{"caches not synced yet: ", decode.Error()}},
-		{"a leader", true, []health.Synced{failing{decode}, failing{errors.New("pods: could not list or watch *v1.Pod: forbidden")}},
+		{"with leader election disabled", disabled, []health.Synced{failing{decode}},
+			[]string{"caches not synced yet: ", decode.Error()}},
+		{"a leader", leader, []health.Synced{failing{decode}, failing{errors.New("pods: could not list or watch *v1.Pod: forbidden")}},
 			[]string{"leading, caches not synced yet: ", decode.Error(), "pods: could not list or watch *v1.Pod: forbidden"}},
-		{"no reason known yet", true, []health.Synced{failing{}},
+		{"no reason known yet", leader, []health.Synced{failing{}},
 			[]string{"leading, caches not synced yet"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var leader *health.Leader
-			if tt.election {
-				leader = health.NewLeader(nil)
-				leader.SetLeader("op", true)
-			}
-			_, err := health.Readiness(leader, tt.controllers...)()
+			_, err := health.Readiness(tt.leadership, tt.controllers...)()
 			if err == nil {
 				t.Fatal("got ready, want not ready")
 			}
@@ -178,8 +165,8 @@ func TestReadinessSaysWhyControllersHaveNotSynced(t *testing.T) {
 					t.Errorf("got %q, want it to contain %q", err, w)
 				}
 			}
-			if strings.HasPrefix(err.Error(), "leading") != tt.election {
-				t.Errorf("got %q, want it to start with leading only under leader election", err)
+			if wantLeading := tt.leadership == leader; strings.HasPrefix(err.Error(), "leading") != wantLeading {
+				t.Errorf("got %q, want it to start with leading only for a leader", err)
 			}
 		})
 	}

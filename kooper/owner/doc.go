@@ -1,5 +1,5 @@
 // Package owner sets controller owner references and routes changes of
-// owned objects to their owner's handler.
+// owned objects into their owner's queue.
 //
 // # Owner references instead of cleanup code
 //
@@ -30,33 +30,37 @@
 //
 // # Watching children
 //
-// Kooper's handler always receives the primary object. To react when
-// someone edits or deletes a child (scales the Deployment by hand, deletes
-// the Service), run a second controller on the child type with the same
-// handler wrapped by [Middleware]: it maps each child to its controlling
-// owner, fetches it and calls the handler with it.
+// To react when someone edits or deletes a child (scales the Deployment by
+// hand, deletes the Service), run a second controller on the child type
+// whose handler is [EnqueueOwner]: it reads each child's controller
+// reference and queues the owner's key in the owner's controller, which
+// handles it.
 //
 //	foos, err := controller.New(controller.Config{
 //		Name: "foo", Handler: h, Retriever: fooRetriever,
 //	})
 //	...
 //	deployments, err := controller.New(controller.Config{
-//		Name:      "foo-deployments",
-//		Handler:   controller.Chain(h, owner.Middleware(fooGroupKind, getFoo)),
-//		Retriever: deploymentRetriever,
+//		Name:          "foo-deployments",
+//		Handler:       owner.EnqueueOwner(foos, fooGroupKind),
+//		Retriever:     deploymentRetriever,
+//		HandleDeleted: true,
+//		DisableResync: true,
 //	})
+//
+// The owner's domain logic runs only in the owner's controller. Its queue
+// holds each key once and gives it to one worker at a time, so one owner is
+// never handled by two workers at once, whichever kind changed, and a burst
+// of child changes while the owner waits in the queue is one handling. The
+// child controller makes no API call: it reads the child's metadata (a
+// metadata-only Retriever is enough) and the owner from the owner
+// controller's cache.
 //
 // A child without a controller reference to the owner kind is ignored, and
 // so is one whose owner is gone or was re-created with the same name (a
 // different UID is a different object): the garbage collector removes such
 // children. A child's deletion is seen when the child controller sets
 // controller.Config.HandleDeleted: the deleted child's last state reaches
-// Middleware as a *controller.Deleted, and its owner, still alive, is handled
-// and re-creates it. Without it, the owner is handled again only at its next
-// change or resync.
-//
-// The two controllers have separate queues, so the handler may run for the
-// same owner in both at once, and a burst of child changes handles the
-// owner once per change. The handler must be idempotent and expect update
-// conflicts (returned as errors, they are retried with the latest object).
+// EnqueueOwner as a *controller.Deleted, and its owner, still alive, is
+// handled and re-creates it.
 package owner

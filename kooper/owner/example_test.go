@@ -3,14 +3,16 @@ package owner_test
 import (
 	"context"
 	"fmt"
+	"sync"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/controllertest"
 	"github.com/kooperkit/kooper/kooper/owner"
 )
 
@@ -37,38 +39,60 @@ func ExampleSetController() {
 	// could not set Deployment shop/api as controller of shop/web-1: object already has another controller: Deployment web
 }
 
-// A second controller watching ReplicaSets shares the Deployment handler:
-// the middleware turns each ReplicaSet into its controlling Deployment.
-func ExampleMiddleware() {
-	deployments := map[string]*appsv1.Deployment{
-		"shop/web": {ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "6c1f"}},
-	}
-	// region: middleware
-	// In an operator: return lister.Deployments(namespace).Get(name); the
-	// lister's NotFound error is what the middleware expects.
-	get := func(_ context.Context, namespace, name string) (runtime.Object, error) {
-		d, ok := deployments[namespace+"/"+name]
-		if !ok {
-			return nil, apierrors.NewNotFound(appsv1.Resource("deployments"), name)
-		}
-		return d, nil
-	}
+// A second controller, watching ReplicaSets, routes each one to its
+// Deployment: the Deployment handler runs only in the Deployment
+// controller's workers, whichever kind changed.
+func ExampleEnqueueOwner() {
+	deploymentRetriever := controllertest.NewRetriever(&appsv1.Deployment{}, controllertest.Options{})
+	replicaSetRetriever := controllertest.NewRetriever(&appsv1.ReplicaSet{}, controllertest.Options{})
+	web, _ := deploymentRetriever.Add(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "6c1f"}})
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}}
+	_ = owner.SetController(web.(*appsv1.Deployment), rs, appsv1.SchemeGroupVersion.WithKind("Deployment"))
+	_, _ = replicaSetRetriever.Add(rs)
+
+	handled := make(chan string, 10)
 	handleDeployment := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 		d := obj.(*appsv1.Deployment)
-		fmt.Println("handle deployment", d.Namespace+"/"+d.Name)
+		handled <- d.Namespace + "/" + d.Name
 		return nil
 	})
-	h := controller.Chain(handleDeployment, owner.Middleware(schema.GroupKind{Group: "apps", Kind: "Deployment"}, get))
-	// endregion: middleware
+	// region: enqueue-owner
+	deployments, err := controller.New(controller.Config{
+		Name:      "deployments",
+		Handler:   handleDeployment,
+		Retriever: deploymentRetriever,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	replicaSets, err := controller.New(controller.Config{
+		Name: "deployment-replicasets",
+		// Queue each ReplicaSet's Deployment in the Deployment controller.
+		Handler:       owner.EnqueueOwner(deployments, schema.GroupKind{Group: "apps", Kind: "Deployment"}),
+		Retriever:     replicaSetRetriever,
+		HandleDeleted: true, // a deleted ReplicaSet has its Deployment handled
+		DisableResync: true, // the Deployment controller resyncs
+	})
+	// endregion: enqueue-owner
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = deployments.Run(ctx) })
+	wg.Go(func() { _ = replicaSets.Run(ctx) })
+	defer wg.Wait()
+	defer cancel()
 
-	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}}
-	_ = owner.SetController(deployments["shop/web"], rs, appsv1.SchemeGroupVersion.WithKind("Deployment"))
-	orphan := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "manual"}}
-
-	fmt.Println(h.Handle(context.Background(), rs))
-	fmt.Println(h.Handle(context.Background(), orphan)) // no controller: ignored
+	fmt.Println("handled", <-handled) // the initial list
+	for !replicaSets.HasSynced() {
+		time.Sleep(time.Millisecond)
+	}
+	_ = replicaSetRetriever.Delete(rs)
+	fmt.Println("handled", <-handled, "after its ReplicaSet was deleted")
 	// Output:
-	// handle deployment shop/web
-	// <nil>
-	// <nil>
+	// handled shop/web
+	// handled shop/web after its ReplicaSet was deleted
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/kooperkit/kooper/kooper/controller"
@@ -77,9 +78,10 @@ func TestOnlyTheLeaderHandlesAndLeadersNeverOverlap(t *testing.T) {
 
 	rec := &handlings{}
 	type replica struct {
-		stop func() error
-		done <-chan struct{}
-		err  error
+		runner *leaderelection.Runner
+		stop   func() error
+		done   <-chan struct{}
+		err    error
 	}
 	replicas := map[string]*replica{}
 	for _, id := range []string{"replica-a", "replica-b", "replica-c"} {
@@ -103,7 +105,7 @@ func TestOnlyTheLeaderHandlesAndLeadersNeverOverlap(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := &replica{}
+		r := &replica{runner: runner}
 		r.stop, r.done = runInBackground(t, func(ctx context.Context) error {
 			r.err = runner.Run(ctx)
 			return r.err
@@ -134,6 +136,11 @@ func TestOnlyTheLeaderHandlesAndLeadersNeverOverlap(t *testing.T) {
 		t.Fatalf("got handlings by %v in a steady state, want one leader", ids)
 	}
 	first := ids[0]
+	// Leading and Standby follow the Lease: its holder leads, the others
+	// stand by.
+	for id, r := range replicas {
+		checkRole(t, client, ns, id, r.runner)
+	}
 
 	// 2. Cancel the leader: another takes over within LeaseDuration + RetryPeriod.
 	cancelled := time.Now()
@@ -151,6 +158,14 @@ func TestOnlyTheLeaderHandlesAndLeadersNeverOverlap(t *testing.T) {
 		return false
 	})
 	t.Logf("%s took over %s after %s was cancelled", second, time.Since(cancelled).Round(time.Millisecond), first)
+	if replicas[first].runner.Leading() {
+		t.Errorf("got %s leading after its Run returned", first)
+	}
+	for id, r := range replicas {
+		if id != first {
+			checkRole(t, client, ns, id, r.runner)
+		}
+	}
 
 	// 3. Another holder writes the Lease: the leader loses it, stops
 	// handling, and its Run returns ErrLeaseLost.
@@ -174,6 +189,9 @@ func TestOnlyTheLeaderHandlesAndLeadersNeverOverlap(t *testing.T) {
 	if err := replicas[second].err; !errors.Is(err, leaderelection.ErrLeaseLost) {
 		t.Errorf("got %s's Run error %v, want %v", second, err, leaderelection.ErrLeaseLost)
 	}
+	if replicas[second].runner.Leading() {
+		t.Errorf("got %s leading after it lost the Lease", second)
+	}
 	// The third replica takes over once the intruder's Lease expires.
 	var third string
 	eventually(t, 2*leaseDuration+retryPeriod, "the last replica takes over", func() bool {
@@ -185,6 +203,7 @@ func TestOnlyTheLeaderHandlesAndLeadersNeverOverlap(t *testing.T) {
 		}
 		return false
 	})
+	checkRole(t, client, ns, third, replicas[third].runner)
 	stopStream()
 	_ = replicas[third].stop()
 
@@ -203,6 +222,22 @@ func TestOnlyTheLeaderHandlesAndLeadersNeverOverlap(t *testing.T) {
 	}
 	if lastOfSecond := lastEnd(all, second); !lastOfSecond.IsZero() && lastOfSecond.After(taken.Add(retryPeriod+renewDeadline+time.Second)) {
 		t.Errorf("%s handled until %s, more than RetryPeriod+RenewDeadline after losing the Lease", second, lastOfSecond.Sub(taken))
+	}
+}
+
+// checkRole checks that a running replica's Leading and Standby agree with
+// the Lease kooper-it: the holder leads, any other replica stands by.
+func checkRole(t *testing.T, client kubernetes.Interface, ns, id string, r *leaderelection.Runner) {
+	t.Helper()
+	lease, err := client.CoordinationV1().Leases(ns).Get(context.Background(), "kooper-it", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+	leading, standby := r.Leading(), r.Standby()
+	if want := id == holder; leading != want || standby == want {
+		t.Errorf("got %s leading %v and standby %v while %q holds the Lease, want leading %v and standby %v",
+			id, leading, standby, holder, want, !want)
 	}
 }
 

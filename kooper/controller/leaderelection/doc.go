@@ -3,7 +3,14 @@
 //
 // Run several replicas of an operator for availability; a [Runner] in each
 // competes for the Lease. The holder runs its controllers; the others stand
-// by and take over when the holder stops or dies.
+// by and take over when the holder stops or dies. [Runner.Leading] and
+// [Runner.Standby] say which role this replica has now, e.g. for
+// kooper/health's Readiness.
+//
+// With Config.Disabled a Runner runs its controllers at once and holds no
+// Lease, for a single replica (a development run, a test): an operator
+// builds and runs the same Runner either way, and needs no branch of its
+// own.
 //
 // # What is guaranteed, and what it costs
 //

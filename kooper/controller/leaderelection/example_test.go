@@ -55,3 +55,41 @@ func ExampleNew() {
 	// Output:
 	// leader handles web-1
 }
+
+// With Disabled, for a single replica (a development run, a test), the same
+// Runner runs its controllers at once and holds no Lease: no Name, Namespace
+// or Client. It neither leads nor stands by, which kooper/health's Readiness
+// reads as "no leader election".
+func ExampleConfig_disabled() {
+	pods := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	_, _ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ctrl, err := controller.New(controller.Config{
+		Name:      "pod-logger",
+		Retriever: pods,
+		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+			fmt.Println("handles", obj.(*corev1.Pod).Name)
+			cancel() // stop after one object, for the example
+			return nil
+		}),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	runner, err := leaderelection.New(leaderelection.Config{Disabled: true}, ctrl)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("leading:", runner.Leading(), "standby:", runner.Standby())
+	if err := runner.Run(ctx); err != nil {
+		fmt.Println(err)
+	}
+	// Output:
+	// leading: false standby: false
+	// handles web-1
+}

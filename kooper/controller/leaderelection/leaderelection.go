@@ -41,12 +41,19 @@ type Recorder interface {
 
 // Config configures a Runner.
 type Config struct {
-	// Name is the Lease's name, also used in logs and metrics. Required.
+	// Disabled runs the runnables at once, holding no Lease: for a single
+	// replica (a development run, a test). Name, Namespace and Client are
+	// then not needed, and the Recorder is never called.
+	Disabled bool
+
+	// Name is the Lease's name, also used in logs and metrics. Required
+	// unless Disabled.
 	Name string
-	// Namespace is the Lease's namespace, usually the operator's. Required.
+	// Namespace is the Lease's namespace, usually the operator's. Required
+	// unless Disabled.
 	Namespace string
 	// Client reads and writes the Lease, e.g. clientset.CoordinationV1().
-	// Required.
+	// Required unless Disabled.
 	Client coordinationv1client.LeasesGetter
 	// Identity names this replica in the Lease. Default: the host name plus
 	// a random suffix, unique per process.
@@ -101,6 +108,12 @@ func (c *Config) defaults() {
 }
 
 func (c Config) validate(runnables []Runnable) error {
+	if len(runnables) == 0 {
+		return fmt.Errorf("%w: nothing to run", ErrInvalidConfig)
+	}
+	if c.Disabled {
+		return nil // no Lease: nothing else to check
+	}
 	switch {
 	case c.Name == "":
 		return fmt.Errorf("%w: name is required", ErrInvalidConfig)
@@ -108,8 +121,6 @@ func (c Config) validate(runnables []Runnable) error {
 		return fmt.Errorf("%w: namespace is required", ErrInvalidConfig)
 	case c.Client == nil:
 		return fmt.Errorf("%w: client is required", ErrInvalidConfig)
-	case len(runnables) == 0:
-		return fmt.Errorf("%w: nothing to run", ErrInvalidConfig)
 	case c.RenewDeadline >= c.LeaseDuration:
 		return fmt.Errorf("%w: renew deadline %s must be below lease duration %s", ErrInvalidConfig, c.RenewDeadline, c.LeaseDuration)
 	case c.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(c.RetryPeriod)):
@@ -126,11 +137,14 @@ func (c Config) validate(runnables []Runnable) error {
 	return nil
 }
 
-// Runner runs Runnables while holding a Lease. Build one with New.
+// Runner runs Runnables while holding a Lease, or at once when
+// Config.Disabled. Build one with New.
 type Runner struct {
 	cfg       Config
 	runnables []Runnable
 	log       log.Logger
+	// leading is what Leading reports; lead sets it.
+	leading atomic.Bool
 }
 
 // New returns a Runner that runs every one of runnables (for example the
@@ -141,15 +155,50 @@ func New(cfg Config, runnables ...Runnable) (*Runner, error) {
 	if err := cfg.validate(runnables); err != nil {
 		return nil, err
 	}
-	logger := cfg.Logger.With(log.KeyLease, cfg.Namespace+"/"+cfg.Name, log.KeyIdentity, cfg.Identity)
+	logger := cfg.Logger
+	if !cfg.Disabled {
+		logger = logger.With(log.KeyLease, cfg.Namespace+"/"+cfg.Name, log.KeyIdentity, cfg.Identity)
+	}
 	return &Runner{cfg: cfg, runnables: runnables, log: logger}, nil
 }
 
-// Run competes for the Lease until ctx is done. While leading it runs the
-// runnables; if one returns, the others are stopped too. It returns nil
-// after a clean shutdown (whether it led or stood by), ErrLeaseLost when the
-// Lease was lost while leading, or the runnables' error.
+// Leading reports whether this replica holds the Lease and runs its
+// runnables: from when it acquires the Lease until it loses it or the
+// runnables return. Always false when Config.Disabled. Safe for concurrent
+// use.
+func (r *Runner) Leading() bool { return r.leading.Load() }
+
+// Standby reports whether leader election is on and this replica does not
+// lead: it is ready to take over. A new Runner is a standby until it
+// acquires the Lease. Always false when Config.Disabled. Safe for
+// concurrent use.
+func (r *Runner) Standby() bool { return !r.cfg.Disabled && !r.leading.Load() }
+
+// Run runs the runnables until ctx is done; if one returns, the others are
+// stopped too.
+//
+// With leader election, Run competes for the Lease and runs the runnables
+// only while it holds it. It returns nil after a clean shutdown (whether it
+// led or stood by), ErrLeaseLost when the Lease was lost while leading, or
+// the runnables' error.
+//
+// When Config.Disabled, Run runs the runnables at once and returns the first
+// error any of them returned, or nil.
 func (r *Runner) Run(ctx context.Context) error {
+	if r.cfg.Disabled {
+		return r.runAll(ctx)
+	}
+	return r.elect(ctx)
+}
+
+// lead records whether this replica leads, for Leading and the Recorder.
+func (r *Runner) lead(leading bool) {
+	r.leading.Store(leading)
+	r.cfg.Recorder.SetLeader(r.cfg.Name, leading)
+}
+
+// elect competes for the Lease and runs the runnables while holding it.
+func (r *Runner) elect(ctx context.Context) error {
 	lock := &observedLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: r.cfg.Namespace, Name: r.cfg.Name},
 		Client:     r.cfg.Client,
@@ -178,11 +227,16 @@ func (r *Runner) Run(ctx context.Context) error {
 				defer stop()
 				defer cancel()
 				r.log.Info("leading")
-				r.cfg.Recorder.SetLeader(r.cfg.Name, true)
+				r.lead(true)
 				err := r.runAll(runCtx)
+				// The runnables returned: no longer leading, though the
+				// Lease is held until the elector releases it. Said here
+				// too because OnStoppedLeading can run before lead(true)
+				// above, when the Lease is lost at once.
+				r.lead(false)
 				result <- outcome{err: err, lost: leading.Err() != nil && ctx.Err() == nil}
 			},
-			OnStoppedLeading: func() { r.cfg.Recorder.SetLeader(r.cfg.Name, false) },
+			OnStoppedLeading: func() { r.lead(false) },
 			OnNewLeader: func(identity string) {
 				if identity != r.cfg.Identity {
 					r.log.Info("standing by", "leader", identity)
@@ -193,7 +247,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("could not create the leader elector: %w", err)
 	}
-	r.cfg.Recorder.SetLeader(r.cfg.Name, false)
+	r.lead(false)
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)

@@ -182,16 +182,7 @@ func TestLosingTheLeaseStopsHandlingAndRunFails(t *testing.T) {
 	eventually(t, "a leads", func() bool { return j.started("a") })
 
 	// Another holder writes the Lease: a can no longer renew it.
-	lease, err := client.CoordinationV1().Leases("ops").Get(context.Background(), "lease", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lease.Spec.HolderIdentity = ptr.To("intruder")
-	lease.Spec.LeaseDurationSeconds = ptr.To[int32](60)
-	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-	if _, err := client.CoordinationV1().Leases("ops").Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	takeLease(t, client)
 	taken := time.Now()
 
 	if err := wait(); !errors.Is(err, leaderelection.ErrLeaseLost) {
@@ -204,6 +195,173 @@ func TestLosingTheLeaseStopsHandlingAndRunFails(t *testing.T) {
 	// RetryPeriod + RenewDeadline after the last renewal, plus slack.
 	if d := e.end.Sub(taken); d > time.Second {
 		t.Errorf("got handling stopped %s after the lease was taken, want under 1s", d)
+	}
+}
+
+// takeLease writes another holder into the Lease for a minute, as a replica
+// that took it over would: its holder can no longer renew it.
+func takeLease(t *testing.T, client *fake.Clientset) {
+	t.Helper()
+	lease, err := client.CoordinationV1().Leases("ops").Get(context.Background(), "lease", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lease.Spec.HolderIdentity = ptr.To("intruder")
+	lease.Spec.LeaseDurationSeconds = ptr.To[int32](60)
+	lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	if _, err := client.CoordinationV1().Leases("ops").Update(context.Background(), lease, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// recorder records the leader status it is given.
+type recorder struct {
+	mu    sync.Mutex
+	calls []bool
+}
+
+func (r *recorder) SetLeader(_ string, leading bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, leading)
+}
+
+// last returns the last status recorded, and how many were.
+func (r *recorder) last() (leading bool, n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.calls) == 0 {
+		return false, 0
+	}
+	return r.calls[len(r.calls)-1], len(r.calls)
+}
+
+// role is what Leading and Standby report, as "leading", "standby" or
+// "neither".
+func role(r *leaderelection.Runner) string {
+	switch l, s := r.Leading(), r.Standby(); {
+	case l && s:
+		return "both leading and standby"
+	case l:
+		return "leading"
+	case s:
+		return "standby"
+	}
+	return "neither"
+}
+
+func TestLeadingAndStandbyFollowTheLease(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	client := newClient()
+	j := &journal{}
+	recA, recB := &recorder{}, &recorder{}
+	cfgA, cfgB := testConfig(client, "a"), testConfig(client, "b")
+	cfgA.Recorder, cfgB.Recorder = recA, recB
+	a := newRunner(t, cfgA, j.runnable("a", 0))
+	b := newRunner(t, cfgB, j.runnable("b", 0))
+	if got := role(a); got != "standby" {
+		t.Errorf("got a new runner %s, want standby", got)
+	}
+
+	cancelA, waitA := run(t, a)
+	eventually(t, "a leads", func() bool { return a.Leading() })
+	if got := role(a); got != "leading" {
+		t.Errorf("got the holder %s, want leading", got)
+	}
+	if got, _ := recA.last(); !got {
+		t.Error("got a's recorder told not leading, want leading")
+	}
+	_, waitB := run(t, b)
+	time.Sleep(300 * time.Millisecond)
+	if got := role(b); got != "standby" {
+		t.Errorf("got the other replica %s, want standby", got)
+	}
+
+	// A clean shutdown: a stops leading, b takes over.
+	cancelA()
+	if err := waitA(); err != nil {
+		t.Fatalf("got a's Run error %v, want nil", err)
+	}
+	if got, _ := recA.last(); a.Leading() || got {
+		t.Errorf("got a leading %v and its recorder told %v after Run returned, want both false", a.Leading(), got)
+	}
+	eventually(t, "b leads", func() bool { return b.Leading() })
+
+	// A lost Lease: b stops leading.
+	takeLease(t, client)
+	if err := waitB(); !errors.Is(err, leaderelection.ErrLeaseLost) {
+		t.Fatalf("got b's Run error %v, want %v", err, leaderelection.ErrLeaseLost)
+	}
+	if got, _ := recB.last(); b.Leading() || got {
+		t.Errorf("got b leading %v and its recorder told %v after losing the Lease, want both false", b.Leading(), got)
+	}
+}
+
+func TestDisabledRunsAtOnceHoldingNoLease(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name string
+		// second runs beside a runnable that works until its context is
+		// done.
+		second  leaderelection.Runnable
+		cancel  bool // cancel Run's context once both started
+		wantErr error
+	}{
+		{"runs until its context is done", runFunc(func(ctx context.Context) error { <-ctx.Done(); return nil }), true, nil},
+		{"a runnable that returns stops the others", runFunc(func(context.Context) error { return nil }), false, nil},
+		{"a runnable's error stops the others and is returned", runFunc(func(context.Context) error { return boom }), false, boom},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			j := &journal{}
+			rec := &recorder{}
+			// No Name, Namespace or Client: nothing is held.
+			r := newRunner(t, leaderelection.Config{Disabled: true, Recorder: rec}, j.runnable("only", 0), tt.second)
+			if got := role(r); got != "neither" {
+				t.Errorf("got a new runner %s, want neither", got)
+			}
+			cancel, wait := run(t, r)
+			eventually(t, "the runnable starts", func() bool { return j.started("only") })
+			if got := role(r); got != "neither" {
+				t.Errorf("got a running runner %s, want neither", got)
+			}
+			if tt.cancel {
+				cancel()
+			}
+			if err := wait(); !errors.Is(err, tt.wantErr) {
+				t.Errorf("got Run error %v, want %v", err, tt.wantErr)
+			}
+			if e := j.get(); e[0].end.IsZero() {
+				t.Error("the runnable was still running when Run returned")
+			}
+			if got := role(r); got != "neither" {
+				t.Errorf("got a stopped runner %s, want neither", got)
+			}
+			if _, n := rec.last(); n != 0 {
+				t.Errorf("got %d calls to the recorder, want none", n)
+			}
+		})
+	}
+}
+
+func TestDisabledChecksNothingAboutTheLease(t *testing.T) {
+	ok := runFunc(func(context.Context) error { return nil })
+	tests := []struct {
+		name string
+		cfg  leaderelection.Config
+		run  leaderelection.Runnable
+	}{
+		{"no name, namespace or client", leaderelection.Config{Disabled: true}, ok},
+		{"renew deadline above lease", leaderelection.Config{Disabled: true, LeaseDuration: time.Second, RenewDeadline: 2 * time.Second}, ok},
+		{"shutdown timeout longer than the lease allows", leaderelection.Config{Disabled: true}, slowStop{ok}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := leaderelection.New(tt.cfg, tt.run); err != nil {
+				t.Errorf("got error %v, want none", err)
+			}
+		})
 	}
 }
 
@@ -260,6 +418,7 @@ func TestNewRejectsAnInvalidConfig(t *testing.T) {
 		{"no namespace", func(c *leaderelection.Config) { c.Namespace = "" }, []leaderelection.Runnable{ok}, "namespace is required"},
 		{"no client", func(c *leaderelection.Config) { c.Client = nil }, []leaderelection.Runnable{ok}, "client is required"},
 		{"nothing to run", func(*leaderelection.Config) {}, nil, "nothing to run"},
+		{"nothing to run without leader election", func(c *leaderelection.Config) { c.Disabled = true }, nil, "nothing to run"},
 		{"renew deadline above lease", func(c *leaderelection.Config) { c.RenewDeadline = 2 * time.Second }, []leaderelection.Runnable{ok}, "below lease duration"},
 		{"retry period too long", func(c *leaderelection.Config) { c.RetryPeriod = 550 * time.Millisecond }, []leaderelection.Runnable{ok}, "retry period"},
 		{"shutdown timeout too long", func(*leaderelection.Config) {}, []leaderelection.Runnable{slowStop{ok}}, "shutdown timeout 5s must be below"},

@@ -1,7 +1,8 @@
-// Package handler is the multi-resource operator's one handler, shared by
-// the Tenant controller and the controllers of every child kind (which map a
-// child to its Tenant with owner.Middleware). It always receives a Tenant
-// and makes the world match it: the namespace and its objects are written
+// Package handler is the multi-resource operator's domain logic: the
+// Tenant controller's handler. It runs only in the Tenant controller's
+// workers, one worker per Tenant at a time; the controllers of the child
+// kinds only queue a changed child's Tenant there (owner.EnqueueOwner). It
+// receives a Tenant and makes the world match it: the namespace and its objects are written
 // with server-side apply, so a handling that finds everything in place
 // writes nothing, and one that finds a child changed or missing restores it,
 // leaving other fields and other objects alone. The namespace is created
@@ -27,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -44,20 +46,33 @@ type Metrics interface {
 	DriftRepaired(kind string)
 }
 
-// Handler handles Tenants.
+// Cache reads what the operator's controllers hold, with no API call.
+type Cache interface {
+	// Tenant returns the Tenant named name from the Tenant controller's
+	// cache.
+	Tenant(name string) (metav1.Object, bool)
+	// Namespace returns the metadata of the managed namespace named name
+	// from the Namespace controller's cache.
+	Namespace(name string) (metav1.Object, bool)
+}
+
+// Handler handles Tenants. Use it by pointer: it remembers what it applied.
 type Handler struct {
 	Kube    kubernetes.Interface
 	Tenancy versioned.Interface
 	// FieldManager names the operator in the children's managedFields.
 	// Required.
 	FieldManager string
-	// Writes is shared with the child controllers' Children middleware.
-	// Required.
-	Writes *Writes
+	// Cache, optional, saves the create call for a namespace the handler
+	// made already, and prunes what the drift metric remembers of deleted
+	// Tenants.
+	Cache Cache
 	// Metrics, optional.
 	Metrics Metrics
 	// Now returns the time. Default time.Now.
 	Now func() time.Time
+
+	applied applied
 }
 
 // namespaceRetry is how often a Tenant whose namespace is being deleted is
@@ -74,6 +89,7 @@ func (h *Handler) New() controller.Handler {
 func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 	// region: deleting
 	if t.DeletionTimestamp != nil {
+		h.applied.forget(t.UID)
 		return nil // the garbage collector deletes the children
 	}
 	// endregion: deleting
@@ -87,7 +103,6 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 		return controller.Terminal(fmt.Errorf("%s", msg))
 	}
 
-	trig, triggered := triggerFrom(ctx)
 	var (
 		children []tenancyv1alpha1.Child
 		errs     []error
@@ -101,11 +116,10 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 			errs = append(errs, fmt.Errorf("could not apply %s %s: %w", kind, name, err))
 			return
 		}
-		wr := write{rv: obj.GetResourceVersion(), applied: h.appliedAt(obj), generation: t.Generation, owner: t.UID}
-		if h.Metrics != nil && h.repaired(kind, namespace, name, t, wr, trig, triggered) {
+		now := appliedChild{uid: obj.GetUID(), rv: obj.GetResourceVersion(), at: h.appliedAt(obj)}
+		if h.applied.repaired(t, childKey{kind, namespace, name}, now, h.live) && h.Metrics != nil {
 			h.Metrics.DriftRepaired(kind)
 		}
-		h.Writes.record(kind, namespace, name, wr)
 		children = append(children, tenancyv1alpha1.Child{Kind: kind, Name: name, Ready: true})
 	}
 	// endregion: applied
@@ -140,7 +154,6 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 		return controller.Terminal(fmt.Errorf("%s", msg))
 	case nsObj.DeletionTimestamp != nil:
 		// Deleted by hand: wait until it is gone, then make it anew.
-		h.Writes.forget(tenant.KindNamespace, "", ns)
 		msg := fmt.Sprintf("namespace %s is being deleted; it is made again once gone", ns)
 		if err := h.setStatus(ctx, t, ns, nil, metav1.ConditionFalse, tenancyv1alpha1.ReasonNamespaceDeleting, msg); err != nil {
 			return err
@@ -213,24 +226,21 @@ func (h *Handler) Handle(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 //
 // Create, not apply, makes the namespace: a forced apply would also take
 // over one made by someone else meanwhile. A namespace already there is read
-// and checked. The write record saves that read only when this handler last
-// applied the namespace for this very Tenant (same UID).
+// and checked. The Namespace controller's cache saves the create and the
+// read when it holds the namespace, controlled by this very Tenant (same
+// UID); a cache that lags behind costs a create that fails and a read.
 func (h *Handler) namespace(ctx context.Context, t *tenancyv1alpha1.Tenant, want *corev1ac.NamespaceApplyConfiguration, opts metav1.ApplyOptions) (_ *corev1.Namespace, owned bool, _ error) {
 	name := *want.Name
-	if last, ok := h.Writes.last(tenant.KindNamespace, "", name); !ok || last.owner != t.UID {
+	if !h.cachedAndOwned(name, t) {
 		obj, err := newNamespace(want)
 		if err != nil {
 			return nil, false, err
 		}
-		made, err := h.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{FieldManager: h.FieldManager})
+		_, err = h.Kube.CoreV1().Namespaces().Create(ctx, obj, metav1.CreateOptions{FieldManager: h.FieldManager})
 		switch {
 		case err == nil:
-			// Ours: recorded at once, so that the creation's event, which
-			// may come before the apply below returns, is an echo. The
-			// apply makes the operator the owner of its fields (a create
-			// is an update in managedFields).
-			rv := made.ResourceVersion
-			h.Writes.record(tenant.KindNamespace, "", name, write{rv: rv, createdRV: rv, generation: t.Generation, owner: t.UID})
+			// Ours. The apply below makes the operator the owner of its
+			// fields (a create is an update in managedFields).
 		case apierrors.IsAlreadyExists(err):
 			existing, err := h.Kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -283,27 +293,29 @@ func newNamespace(want *corev1ac.NamespaceApplyConfiguration) (*corev1.Namespace
 	return &ns, nil
 }
 
-// region: repaired
-
-// repaired reports whether applying a child just restored it after someone
-// else deleted or changed it:
-//   - its deletion made this handling happen, or
-//   - since the handler last applied it (not just created it), for the
-//     same Tenant generation (not a spec change), its resourceVersion moved
-//     and the operator's own fields changed again now (not someone else's
-//     fields, like the quota controller's status).
-//
-// A change is seen whichever handling repairs it first, at the granularity
-// of managedFields times (seconds).
-func (h *Handler) repaired(kind, namespace, name string, t *tenancyv1alpha1.Tenant, now write, trig trigger, triggered bool) bool {
-	if triggered && trig.deleted && trig.kind == kind && trig.namespace == namespace && trig.name == name {
-		return true
+// cachedAndOwned reports whether the Namespace controller's cache holds
+// namespace name, controlled by t.
+func (h *Handler) cachedAndOwned(name string, t *tenancyv1alpha1.Tenant) bool {
+	if h.Cache == nil {
+		return false
 	}
-	before, ok := h.Writes.last(kind, namespace, name)
-	return ok && (before.createdRV == "" || before.rv != before.createdRV) && before.generation == t.Generation && before.rv != now.rv && now.applied.After(before.applied)
+	ns, ok := h.Cache.Namespace(name)
+	if !ok {
+		return false
+	}
+	ref := metav1.GetControllerOfNoCopy(ns)
+	return ref != nil && ref.UID == t.UID
 }
 
-// endregion: repaired
+// live reports whether the Tenant cache still holds the Tenant name with
+// uid; true without a cache.
+func (h *Handler) live(name string, uid types.UID) bool {
+	if h.Cache == nil {
+		return true
+	}
+	t, ok := h.Cache.Tenant(name)
+	return ok && t.GetUID() == uid
+}
 
 // appliedAt returns when the operator's apply last changed obj, from its
 // managedFields.

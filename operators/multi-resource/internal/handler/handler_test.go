@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned/fake"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
@@ -46,7 +47,7 @@ func newHandler(t *testing.T, tn *tenancyv1alpha1.Tenant, objs ...runtime.Object
 	t.Helper()
 	kube := kubefake.NewClientset(objs...)
 	tenancy := fake.NewSimpleClientset(tn)
-	return &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: "test", Writes: &handler.Writes{}, Metrics: &drift{}}, kube, tenancy
+	return &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: "test", Metrics: &drift{}}, kube, tenancy
 }
 
 func stored(t *testing.T, c *fake.Clientset) *tenancyv1alpha1.Tenant {
@@ -73,9 +74,6 @@ func TestATenantGetsEveryChildAndAReadyStatus(t *testing.T) {
 	got := stored(t, tenancy)
 	if !status.IsTrue(got.Status.Conditions, tenancyv1alpha1.ConditionReady) || len(got.Status.Children) != 5 || got.Status.Namespace != "tenant-acme" {
 		t.Errorf("got status %+v, want Ready with 5 children in tenant-acme", got.Status)
-	}
-	if h.Writes.Len() != 5 {
-		t.Errorf("got %d writes remembered, want 5", h.Writes.Len())
 	}
 
 	// Isolation turned off: the policy listed in status is deleted.
@@ -119,46 +117,6 @@ func TestUnsetDefaultsAreReportedNotApplied(t *testing.T) {
 	}
 	if list, _ := kube.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{}); len(list.Items) != 0 {
 		t.Errorf("got namespaces %v, want none", list.Items)
-	}
-}
-
-// next records what the Children middleware passes on.
-type next struct{ calls []runtime.Object }
-
-func (n *next) Handle(_ context.Context, obj runtime.Object) error {
-	n.calls = append(n.calls, obj)
-	return nil
-}
-
-func TestChildrenDropsEchoesOfOurOwnWrites(t *testing.T) {
-	ctx := context.Background()
-	h, kube, _ := newHandler(t, acme(false))
-	if err := h.Handle(ctx, acme(false)); err != nil {
-		t.Fatal(err)
-	}
-	quota, err := kube.CoreV1().ResourceQuotas("tenant-acme").Get(ctx, tenant.QuotaName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &next{}
-	mw := handler.Children(tenant.KindResourceQuota, h.Writes)(n)
-
-	if err := mw.Handle(ctx, quota); err != nil || len(n.calls) != 0 {
-		t.Fatalf("got %v and %d calls for our own write, want it dropped", err, len(n.calls))
-	}
-	edited := quota.DeepCopy()
-	edited.ResourceVersion = "someone-else"
-	if err := mw.Handle(ctx, edited); err != nil || len(n.calls) != 1 {
-		t.Fatalf("got %v and %d calls for someone else's change, want it passed on", err, len(n.calls))
-	}
-	if err := mw.Handle(ctx, &controller.Deleted{Object: quota}); err != nil || len(n.calls) != 2 {
-		t.Fatalf("got %v and %d calls for a deletion, want it passed on", err, len(n.calls))
-	}
-	if h.Writes.Len() != 3 {
-		t.Errorf("got %d writes remembered after the quota's deletion, want 3", h.Writes.Len())
-	}
-	if err := mw.Handle(ctx, quota); err != nil || len(n.calls) != 3 {
-		t.Errorf("got %v and %d calls for a forgotten child, want it passed on", err, len(n.calls))
 	}
 }
 
@@ -289,10 +247,24 @@ func TestANewTenantOfTheSameNameNeverTakesOverTheNamespace(t *testing.T) {
 	}
 }
 
+// cached is a handler.Cache over maps.
+type cached struct{ tenants, namespaces map[string]metav1.Object }
+
+func (c cached) Tenant(name string) (metav1.Object, bool) {
+	o, ok := c.tenants[name]
+	return o, ok
+}
+
+func (c cached) Namespace(name string) (metav1.Object, bool) {
+	o, ok := c.namespaces[name]
+	return o, ok
+}
+
 // The namespace is made with a create, which fails if it exists: a forced
 // apply would take over one made between a check and the apply. Once the
-// handler has applied it for this very Tenant (same UID), it applies it
-// directly; after a restart (no record) it reads it once to check it.
+// Namespace controller's cache holds it, controlled by this very Tenant
+// (same UID), the handler applies it directly; otherwise it reads it once
+// to check it.
 func TestTheNamespaceCalls(t *testing.T) {
 	ctx := context.Background()
 	h, kube, _ := newHandler(t, acme(false))
@@ -310,14 +282,23 @@ func TestTheNamespaceCalls(t *testing.T) {
 		}
 		return verbs
 	}
+	with := func(c handler.Cache) *handler.Handler {
+		return &handler.Handler{Kube: kube, Tenancy: h.Tenancy, FieldManager: "test", Cache: c}
+	}
+	ours := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "tenant-acme", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "tenancy.kooperkit.io/v1alpha1", Kind: "Tenant", Name: "acme", UID: "acme-uid", Controller: ptr.To(true)},
+	}}}
+	older := ours.DeepCopy()
+	older.OwnerReferences[0].UID = "old-uid"
 	for _, step := range []struct {
 		name string
 		h    *handler.Handler
 		want []string
 	}{
 		{"a new Tenant: create, then apply", h, []string{"create", "patch"}},
-		{"handled again: apply only", h, []string{"patch"}},
-		{"after a restart: create, read, apply", &handler.Handler{Kube: kube, Tenancy: h.Tenancy, FieldManager: "test", Writes: &handler.Writes{}}, []string{"create", "get", "patch"}},
+		{"in the cache, ours: apply only", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": ours}}), []string{"patch"}},
+		{"not in the cache yet: create, read, apply", with(cached{}), []string{"create", "get", "patch"}},
+		{"in the cache, an older Tenant's: create, read, apply", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": older}}), []string{"create", "get", "patch"}},
 	} {
 		if got := handle(step.h); !slices.Equal(got, step.want) {
 			t.Errorf("%s: got namespace calls %v, want %v", step.name, got, step.want)
@@ -346,46 +327,6 @@ func TestATerminatingNamespaceIsWaitedFor(t *testing.T) {
 	for _, a := range kube.Actions() {
 		if a.GetVerb() == "patch" {
 			t.Errorf("got patch %s, want nothing applied", a.GetResource().Resource)
-		}
-	}
-}
-
-// The namespace is written twice for a new Tenant, created then applied:
-// the events of both writes are echoes, whichever order they come in.
-func TestTheNamespaceCreationIsAnEchoToo(t *testing.T) {
-	ctx := context.Background()
-	h, kube, _ := newHandler(t, acme(false))
-	// The fake clientset keeps no resourceVersions: give the creation one.
-	kube.PrependReactor("create", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		ns := a.(k8stesting.CreateAction).GetObject().(*corev1.Namespace).DeepCopy()
-		ns.ResourceVersion = "created"
-		return true, ns, nil
-	})
-	if err := h.Handle(ctx, acme(false)); err != nil {
-		t.Fatal(err)
-	}
-	applied, err := kube.CoreV1().Namespaces().Get(ctx, "tenant-acme", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	created := applied.DeepCopy()
-	created.ResourceVersion = "created"
-	edited := applied.DeepCopy()
-	edited.ResourceVersion = "someone-else"
-
-	n := &next{}
-	mw := handler.Children(tenant.KindNamespace, h.Writes)(n)
-	for _, ev := range []struct {
-		name   string
-		obj    *corev1.Namespace
-		passed int
-	}{
-		{"the apply's event", applied, 0},
-		{"the creation's event, after the apply's", created, 0},
-		{"someone else's change", edited, 1},
-	} {
-		if err := mw.Handle(ctx, ev.obj); err != nil || len(n.calls) != ev.passed {
-			t.Errorf("%s: got %v and %d calls passed on in all, want %d", ev.name, err, len(n.calls), ev.passed)
 		}
 	}
 }

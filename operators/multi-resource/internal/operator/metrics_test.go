@@ -41,13 +41,12 @@ kooper_tenants{ready="true"} 2
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m := newMetrics()
-			m.tenants = func() ([]runtime.Object, bool) { return tt.cache, tt.synced }
+			c := tenantsCollector{list: func() ([]runtime.Object, bool) { return tt.cache, tt.synced }}
 			want := ""
 			if tt.want != "" {
 				want = "# HELP kooper_tenants " + tenantsHelp + "\n# TYPE kooper_tenants gauge" + tt.want
 			}
-			if err := testutil.CollectAndCompare(tenantsCollector{m}, strings.NewReader(want), "kooper_tenants"); err != nil {
+			if err := testutil.CollectAndCompare(c, strings.NewReader(want), "kooper_tenants"); err != nil {
 				t.Error(err)
 			}
 		})

@@ -1,16 +1,18 @@
 // Package operator wires the multi-resource operator: one controller for
 // Tenants and one per child kind (Namespace, ResourceQuota, LimitRange,
-// RoleBinding, NetworkPolicy), all sharing one handler, plus metrics, health
-// endpoints and leader election. cmd/ turns flags into a Config and calls
-// Run; tests call Run the same way against a local control plane.
+// RoleBinding, NetworkPolicy), plus metrics, health endpoints and leader
+// election. cmd/ turns flags into a Config and calls Run; tests call Run the
+// same way against a local control plane.
 //
-// Why split controllers: each watches one type with its own retriever,
-// interval and middleware. The child controllers list and watch only the
-// objects labelled as managed by this operator, keep no managedFields in
-// their caches (the library's default), never resync (nothing they hold can drift unseen), and see
-// deletions (controller.Config.HandleDeleted) so that a child deleted by hand
-// is made again. Each maps a child to its Tenant (owner.Middleware) and calls
-// the same handler the Tenant controller calls.
+// The domain logic runs only in the Tenant controller: one worker per Tenant
+// at a time. Each child controller watches one kind with its own retriever
+// and only routes: its handler, owner.EnqueueOwner, queues a changed or
+// deleted child's Tenant in the Tenant controller, with no API call. The
+// child controllers list and watch only the metadata of the objects
+// labelled as managed by this operator, never resync (the Tenant
+// controller does), and see deletions (controller.Config.HandleDeleted) so
+// that a child deleted by hand is made again. A child kind the operator
+// cannot read stops only its own controller.
 package operator
 
 import (
@@ -18,7 +20,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -105,6 +106,15 @@ func (c *Config) defaults() {
 	}
 }
 
+// Tenant controller retries: a Tenant whose children fail (a child kind the
+// operator may no longer write, say) is retried at least this often, and
+// for about as long as the resync interval, so that fixing the cause heals
+// it within seconds.
+const (
+	tenantRetryMaxDelay = 15 * time.Second
+	tenantMaxRetries    = 40
+)
+
 // Run runs the operator until ctx is done, then stops everything it started
 // and returns. It returns an error if anything fails to start, or
 // leaderelection.ErrLeaseLost if the replica lost the Lease.
@@ -113,17 +123,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.REST == nil {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
 	}
-	// region: tenants-source
-	metrics := newMetrics()
-	var primary *controller.Controller // set below, before /metrics is served
-	metrics.tenants = func() ([]runtime.Object, bool) {
-		if primary == nil {
-			return nil, false
-		}
-		return primary.List()
-	}
-	// endregion: tenants-source
-	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider, metrics.collectors()...)
+	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider)
 	if err != nil {
 		return err
 	}
@@ -136,35 +136,36 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("could not create the tenancy client: %w", err)
 	}
-
-	// region: primary
-	h := &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: cfg.Name, Writes: &handler.Writes{}, Metrics: metrics}
-	tenants := tenancy.TenancyV1alpha1().Tenants()
-	primary, err = controller.New(controller.Config{
-		Name:            cfg.Name,
-		Handler:         controller.Chain(h.New(), traced...),
-		Retriever:       controller.NewRetriever(tenancy, tenants.List, tenants.Watch),
-		ResyncInterval:  cfg.Resync,
-		Logger:          cfg.Logger,
-		MetricsRecorder: recorder,
-	})
-	if err != nil {
-		return err
-	}
-	ctrls := []*controller.Controller{primary}
-	// endregion: primary
-
-	// region: children
-	// The owner of a child, read from the API server when a child changed.
-	getTenant := func(ctx context.Context, _, name string) (runtime.Object, error) {
-		return tenants.Get(ctx, name, metav1.GetOptions{})
-	}
 	// The child controllers read only names, owners and resourceVersions:
 	// they cache metadata only, a fraction of each object.
 	md, err := metadata.NewForConfig(obs.REST)
 	if err != nil {
 		return fmt.Errorf("could not create the metadata client: %w", err)
 	}
+
+	// region: primary
+	drift := newDrift()
+	c := &caches{}
+	h := &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: cfg.Name, Cache: c, Metrics: drift}
+	tenants := tenancy.TenancyV1alpha1().Tenants()
+	primary, err := controller.New(controller.Config{
+		Name:            cfg.Name,
+		Handler:         controller.Chain(h.New(), traced...),
+		Retriever:       controller.NewRetriever(tenancy, tenants.List, tenants.Watch),
+		ResyncInterval:  cfg.Resync,
+		RetryMaxDelay:   tenantRetryMaxDelay,
+		MaxRetries:      tenantMaxRetries,
+		Logger:          cfg.Logger,
+		MetricsRecorder: recorder,
+	})
+	if err != nil {
+		return err
+	}
+	c.tenants = primary
+	ctrls := []*controller.Controller{primary}
+	// endregion: primary
+
+	// region: children
 	children := []struct {
 		kind     string
 		resource schema.GroupVersionResource
@@ -175,14 +176,13 @@ func Run(ctx context.Context, cfg Config) error {
 		{tenant.KindRoleBinding, rbacv1.SchemeGroupVersion.WithResource("rolebindings")},
 		{tenant.KindNetworkPolicy, networkingv1.SchemeGroupVersion.WithResource("networkpolicies")},
 	}
-	for _, c := range children {
+	for _, child := range children {
 		ctrl, err := controller.New(controller.Config{
-			Name: cfg.Name + "-" + strings.ToLower(c.kind),
-			// Outermost first: the span (if tracing), drop echoes of our
-			// own writes, map the child to its Tenant, the shared handler.
-			Handler: controller.Chain(h.New(), append(traced,
-				handler.Children(c.kind, h.Writes), owner.Middleware(tenancyv1alpha1.Kind("Tenant"), getTenant))...),
-			Retriever:       managed(md, c.resource),
+			Name: cfg.Name + "-" + strings.ToLower(child.kind),
+			// Route the child to its Tenant: queue the Tenant's key in the
+			// Tenant controller (traced, if tracing).
+			Handler:         controller.Chain(owner.EnqueueOwner(primary, tenancyv1alpha1.Kind("Tenant")), traced...),
+			Retriever:       managed(md, child.resource),
 			DisableResync:   true,
 			HandleDeleted:   true,
 			Logger:          cfg.Logger,
@@ -191,21 +191,42 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return err
 		}
+		if child.kind == tenant.KindNamespace {
+			c.namespaces = ctrl
+		}
 		ctrls = append(ctrls, ctrl)
 	}
 	// endregion: children
 
-	leader := health.NewLeader(recorder)
+	// region: gauge-register
+	// The operator's own metrics, once the controller they read exists.
+	for _, m := range []prom.Collector{drift.counter, tenantsCollector{list: primary.List}} {
+		if err := cfg.Registry.Register(m); err != nil {
+			return fmt.Errorf("could not register metrics: %w", err)
+		}
+	}
+	// endregion: gauge-register
+
+	// region: leaderelection
+	runnables := make([]leaderelection.Runnable, len(ctrls))
 	synced := make([]health.Synced, len(ctrls))
 	for i, c := range ctrls {
-		synced[i] = c
+		runnables[i], synced[i] = c, c
 	}
+	runner, err := leaderelection.New(leaderelection.Config{
+		Disabled:  cfg.DisableLeaderElection,
+		Name:      cfg.Name,
+		Namespace: cfg.Namespace,
+		Client:    kube.CoordinationV1(),
+		Logger:    cfg.Logger,
+		Recorder:  recorder,
+	}, runnables...)
+	if err != nil {
+		return err
+	}
+	// endregion: leaderelection
 	if cfg.HTTPAddr != "" {
-		var l *health.Leader
-		if !cfg.DisableLeaderElection {
-			l = leader
-		}
-		srv, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(l, synced...), Logger: cfg.Logger})
+		srv, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(runner, synced...), Logger: cfg.Logger})
 		if err != nil {
 			return err
 		}
@@ -214,26 +235,28 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	cfg.Logger.Info("multi-resource operator starting", "controllers", len(ctrls), "leaderElection", !cfg.DisableLeaderElection)
-	// region: leaderelection
-	if cfg.DisableLeaderElection {
-		return runAll(ctx, ctrls)
-	}
-	runnables := make([]leaderelection.Runnable, len(ctrls))
-	for i, c := range ctrls {
-		runnables[i] = c
-	}
-	runner, err := leaderelection.New(leaderelection.Config{
-		Name:      cfg.Name,
-		Namespace: cfg.Namespace,
-		Client:    kube.CoordinationV1(),
-		Logger:    cfg.Logger,
-		Recorder:  leader,
-	}, runnables...)
-	if err != nil {
-		return err
-	}
 	return runner.Run(ctx)
-	// endregion: leaderelection
+}
+
+// caches is the handler's view of the controllers' caches.
+type caches struct{ tenants, namespaces *controller.Controller }
+
+var _ handler.Cache = (*caches)(nil)
+
+func (c *caches) Tenant(name string) (metav1.Object, bool) { return get(c.tenants, name) }
+
+func (c *caches) Namespace(name string) (metav1.Object, bool) { return get(c.namespaces, name) }
+
+func get(ctrl *controller.Controller, key string) (metav1.Object, bool) {
+	if ctrl == nil {
+		return nil, false
+	}
+	obj, ok := ctrl.Get(key)
+	if !ok {
+		return nil, false
+	}
+	m, err := meta.Accessor(obj)
+	return m, err == nil
 }
 
 // region: managed
@@ -256,69 +279,49 @@ func managed(md metadata.Interface, resource schema.GroupVersionResource) contro
 
 // endregion: managed
 
-// runAll runs every controller until ctx is done and returns the first
-// error, after all have returned.
-func runAll(ctx context.Context, ctrls []*controller.Controller) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	errs := make([]error, len(ctrls))
-	var wg sync.WaitGroup
-	for i, c := range ctrls {
-		wg.Go(func() {
-			errs[i] = c.Run(ctx)
-			cancel() // one stopping stops all
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
+// drift counts the children restored after someone else changed or
+// deleted them.
+type drift struct{ counter *prom.CounterVec }
 
-// metrics are the operator's own metrics.
-type metrics struct {
-	drift *prom.CounterVec
-	// tenants lists the Tenant controller's cache (Controller.List).
-	tenants     func() ([]runtime.Object, bool)
-	tenantsDesc *prom.Desc
-}
+var _ handler.Metrics = drift{}
 
-func newMetrics() *metrics {
-	m := &metrics{drift: prom.NewCounterVec(prom.CounterOpts{
+func newDrift() drift {
+	d := drift{counter: prom.NewCounterVec(prom.CounterOpts{
 		Name: "kooper_tenant_drift_repairs_total",
 		Help: "Children of Tenants restored after someone else changed or deleted them, by kind.",
-	}, []string{"kind"}),
-		tenantsDesc: prom.NewDesc("kooper_tenants", tenantsHelp, []string{"ready"}, nil),
-	}
+	}, []string{"kind"})}
 	for _, kind := range []string{tenant.KindNamespace, tenant.KindResourceQuota, tenant.KindLimitRange, tenant.KindRoleBinding, tenant.KindNetworkPolicy} {
-		m.drift.WithLabelValues(kind) // every series from the start, at 0
+		d.counter.WithLabelValues(kind) // every series from the start, at 0
 	}
-	return m
+	return d
 }
 
-func (m *metrics) collectors() []prom.Collector {
-	return []prom.Collector{m.drift, tenantsCollector{m}}
-}
+// DriftRepaired implements handler.Metrics.
+func (d drift) DriftRepaired(kind string) { d.counter.WithLabelValues(kind).Inc() }
 
 const tenantsHelp = "Tenants by their Ready condition (false: False or Unknown), counted at scrape time in the Tenant controller's cache; only the replica running the controllers (the leader) reports it."
+
+var tenantsDesc = prom.NewDesc("kooper_tenants", tenantsHelp, []string{"ready"}, nil)
 
 // region: gauge
 
 // tenantsCollector counts Tenants by readiness when scraped, from the
-// cache: no API call, and nothing to keep in step as Tenants come and go.
-type tenantsCollector struct{ m *metrics }
+// cache (list is the Tenant controller's List): no API call, and nothing to
+// keep in step as Tenants come and go.
+type tenantsCollector struct {
+	list func() ([]runtime.Object, bool)
+}
 
-func (c tenantsCollector) Describe(ch chan<- *prom.Desc) { ch <- c.m.tenantsDesc }
+func (c tenantsCollector) Describe(ch chan<- *prom.Desc) { ch <- tenantsDesc }
 
 func (c tenantsCollector) Collect(ch chan<- prom.Metric) {
-	if c.m.tenants == nil {
-		return
-	}
-	objs, ok := c.m.tenants()
+	objs, ok := c.list()
 	if !ok {
 		return // not synced, or not leading: another replica reports
 	}
 	ready, notReady := tenantsByReadiness(objs)
-	ch <- prom.MustNewConstMetric(c.m.tenantsDesc, prom.GaugeValue, float64(ready), "true")
-	ch <- prom.MustNewConstMetric(c.m.tenantsDesc, prom.GaugeValue, float64(notReady), "false")
+	ch <- prom.MustNewConstMetric(tenantsDesc, prom.GaugeValue, float64(ready), "true")
+	ch <- prom.MustNewConstMetric(tenantsDesc, prom.GaugeValue, float64(notReady), "false")
 }
 
 // endregion: gauge
@@ -339,6 +342,3 @@ func tenantsByReadiness(objs []runtime.Object) (ready, notReady int) {
 	}
 	return ready, notReady
 }
-
-// DriftRepaired implements handler.Metrics.
-func (m *metrics) DriftRepaired(kind string) { m.drift.WithLabelValues(kind).Inc() }

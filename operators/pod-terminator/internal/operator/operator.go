@@ -179,8 +179,6 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	logger := cfg.Logger
 
-	leader := health.NewLeader(recorder)
-
 	// region: events
 	// Events about PodTerminators, one per period: allow one per second per
 	// object, and never fold them, so each keeps the pods it names.
@@ -230,19 +228,18 @@ func Run(ctx context.Context, cfg Config) error {
 	// endregion: controller
 
 	// region: leaderelection
-	run := ctrl.Run
-	if !cfg.DisableLeaderElection {
-		runner, err := leaderelection.New(leaderelection.Config{
-			Name:      cfg.Name,
-			Namespace: cfg.Namespace,
-			Client:    kubeClient.CoordinationV1(),
-			Logger:    logger,
-			Recorder:  leader,
-		}, ctrl)
-		if err != nil {
-			return err
-		}
-		run = runner.Run
+	// The controller runs only while this replica holds the Lease, or at
+	// once with leader election disabled (a single replica).
+	runner, err := leaderelection.New(leaderelection.Config{
+		Disabled:  cfg.DisableLeaderElection,
+		Name:      cfg.Name,
+		Namespace: cfg.Namespace,
+		Client:    kubeClient.CoordinationV1(),
+		Logger:    logger,
+		Recorder:  recorder,
+	}, ctrl)
+	if err != nil {
+		return err
 	}
 	// endregion: leaderelection
 
@@ -264,11 +261,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// region: readiness
 	if cfg.HTTPAddr != "" {
-		var l *health.Leader
-		if !cfg.DisableLeaderElection {
-			l = leader
-		}
-		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(l, ctrl), Logger: logger})
+		// The runner says whether this replica leads, stands by, or runs
+		// without leader election.
+		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(runner, ctrl), Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -278,7 +273,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// endregion: readiness
 
 	logger.Info("pod-terminator starting", "namespace", cfg.Namespace, "leaderElection", !cfg.DisableLeaderElection, "dryRunAll", cfg.DryRunAll)
-	return run(ctx)
+	return runner.Run(ctx)
 }
 
 // region: webhook
