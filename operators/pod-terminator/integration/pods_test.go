@@ -3,10 +3,13 @@ package integration_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kooperkit/kooper/kooper/devcluster"
@@ -59,7 +62,7 @@ func testReplacedPod(t *testing.T, method chaos.Method) {
 		t.Fatal(err)
 	}
 	second := newPod()
-
+	lastState := watchDeletion(t, client, ns.Name, second.ResourceVersion) // says who, should it go
 	pods := kube.Pods{Client: client}
 	err = pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(first.UID)}, method)
 	if !errors.Is(err, chaos.ErrPodGone) {
@@ -67,10 +70,39 @@ func testReplacedPod(t *testing.T, method chaos.Method) {
 	}
 	got, err := client.CoreV1().Pods(ns.Name).Get(ctx, "victim", metav1.GetOptions{})
 	if err != nil || got.UID != second.UID {
-		t.Fatalf("got pod %v (err %v), want the re-created pod kept", got.UID, err)
+		t.Fatalf("got pod %v (err %v), want the re-created pod kept; %s", got.UID, err, lastState())
 	}
 	if err := pods.DeletePod(ctx, chaos.Pod{Namespace: ns.Name, Name: "victim", UID: string(second.UID)}, method); err != nil {
 		t.Errorf("got %v deleting by the current UID, want nil", err)
 	}
 	// endregion: replaced-pod
+}
+
+// watchDeletion watches the pods of ns from resourceVersion rv and returns
+// a function that reports the last state of the first pod deleted within 2
+// seconds: an eviction leaves a DisruptionTarget condition, and
+// managedFields name the writers.
+func watchDeletion(t *testing.T, client kubernetes.Interface, ns, rv string) func() string {
+	t.Helper()
+	w, err := client.CoreV1().Pods(ns).Watch(context.Background(), metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	return func() string {
+		timeout := time.After(2 * time.Second)
+		for {
+			select {
+			case ev, open := <-w.ResultChan():
+				if !open {
+					return "the watch closed before a deletion"
+				}
+				if p, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Deleted {
+					return fmt.Sprintf("deleted at %v: conditions %+v, managedFields %+v", p.DeletionTimestamp, p.Status.Conditions, p.ManagedFields)
+				}
+			case <-timeout:
+				return "no deletion seen"
+			}
+		}
+	}
 }
