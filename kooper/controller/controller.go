@@ -28,7 +28,7 @@ type Controller struct {
 	synced atomic.Bool
 	// queue is Run's queue, from the moment Run starts: Enqueue and the
 	// cache's events add to it.
-	queue atomic.Pointer[workqueue.TypedRateLimitingInterface[string]]
+	queue atomic.Pointer[workQueue]
 	// cache is Run's cache while Run runs and the cache has synced: List
 	// and Get read it.
 	cache atomic.Pointer[openCache]
@@ -175,7 +175,7 @@ func (c *Controller) Run(ctx context.Context) error {
 
 	// 1. The queue, then the cache, whose events queue keys from now on.
 	queue := c.newQueue()
-	c.queue.Store(&queue)
+	c.queue.Store(queue)
 	src, err := c.source.open(ctx, c.events(), cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval})
 	if err != nil {
 		queue.ShutDown()
@@ -217,16 +217,35 @@ func (c *Controller) Run(ctx context.Context) error {
 	return nil
 }
 
-func (c *Controller) newQueue() workqueue.TypedRateLimitingInterface[string] {
-	qcfg := workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock}
+// workQueue is client-go's rate-limiting workqueue with fresh changes
+// first (queue.go): add says which line a key goes in.
+type workQueue struct {
+	workqueue.TypedRateLimitingInterface[string]
+	order *order
+}
+
+// add queues key in line p.
+func (q *workQueue) add(key string, p priority) {
+	q.order.want(key, p)
+	q.Add(key)
+}
+
+func (c *Controller) newQueue() *workQueue {
+	o := newOrder()
+	qcfg := workqueue.TypedQueueConfig[string]{Clock: c.cfg.Clock, Queue: o}
 	if _, noop := c.cfg.MetricsRecorder.(noopRecorder); !noop {
 		// A named queue reports its length and wait times; an unnamed one
 		// skips that bookkeeping entirely.
 		qcfg.Name = c.cfg.Name
 		qcfg.MetricsProvider = queueMetrics{rec: c.cfg.MetricsRecorder}
 	}
-	return workqueue.NewTypedRateLimitingQueueWithConfig[string](
-		newBackoff(c.cfg.RetryBaseDelay, c.cfg.RetryMaxDelay), qcfg)
+	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
+		Name: qcfg.Name, MetricsProvider: qcfg.MetricsProvider, Clock: c.cfg.Clock,
+		Queue: workqueue.NewTypedWithConfig(qcfg),
+	})
+	q := workqueue.NewTypedRateLimitingQueueWithConfig(newBackoff(c.cfg.RetryBaseDelay, c.cfg.RetryMaxDelay),
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock, DelayingQueue: delaying})
+	return &workQueue{TypedRateLimitingInterface: q, order: o}
 }
 
 // events is what the cache tells the controller: every added or updated
@@ -295,20 +314,21 @@ func (c *Controller) enqueueDeleted(obj any) {
 	c.add(key, SourceChange)
 }
 
-// add queues key, counted under source, while Run's queue runs.
+// add queues key, counted under source, while Run's queue runs. Keys from
+// the initial list and resyncs wait behind the others (queue.go).
 func (c *Controller) add(key, source string) {
 	q := c.queue.Load()
-	if q == nil || (*q).ShuttingDown() {
+	if q == nil || q.ShuttingDown() {
 		return
 	}
 	c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, source)
-	(*q).Add(key)
+	q.add(key, sourcePriority(source))
 }
 
 // worker handles keys until the queue shuts down. The workqueue never gives
 // a key to a worker while another worker still holds it (between Get and
 // Done), so one object is never handled concurrently.
-func (c *Controller) worker(ctx context.Context, id int, src *openCache, queue workqueue.TypedRateLimitingInterface[string]) {
+func (c *Controller) worker(ctx context.Context, id int, src *openCache, queue *workQueue) {
 	logger := c.log.With(log.KeyWorker, id)
 	for {
 		key, shutdown := queue.Get()
@@ -324,7 +344,7 @@ func (c *Controller) worker(ctx context.Context, id int, src *openCache, queue w
 
 // process handles one key: fetch the latest state, copy it, call the
 // handler, and decide what happens to the key next.
-func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src *openCache, queue workqueue.TypedRateLimitingInterface[string]) {
+func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src *openCache, queue *workQueue) {
 	item, exists, err := src.get(key)
 	var tomb any
 	switch {

@@ -14,6 +14,11 @@
 // two workers at once. Each handling gets its own deep copy of the cached
 // object (Config.DisableDeepCopy turns that off for read-only handlers).
 //
+// Fresh changes go first: keys from the initial list and from resyncs wait
+// behind every other key (a change the watch saw, a retry, a RequeueAfter,
+// an Enqueue), so an object that changes while a long list is being handled
+// is handled next. Each of the two lines is first in, first out.
+//
 // # No delete event, on purpose
 //
 // There is no OnDelete. An object that is gone has no state to handle, and a

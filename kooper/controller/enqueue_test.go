@@ -3,6 +3,8 @@ package controller_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +120,36 @@ func TestQueuedKeysAreCountedBySource(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+// Fresh changes first: a pod created while the initial list's backlog waits
+// is handled next, not after the backlog.
+func TestAChangeIsHandledBeforeTheListedBacklog(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			src := controllertest.NewRetriever(&corev1.Pod{}, mode.opts)
+			for i := range 50 {
+				mustAdd(t, src, pod(fmt.Sprintf("listed-%02d", i)))
+			}
+			release := make(chan struct{})
+			rec := newMetrics()
+			h := &recorder{answer: func(_ *corev1.Pod, _ int) error {
+				<-release // the first handling holds the only worker
+				return nil
+			}}
+			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ConcurrentWorkers: 1,
+				DisableResync: true, MetricsRecorder: rec})
+			eventually(t, "the first listed pod is being handled", func() bool { return len(h.Calls()) == 1 })
+			mustAdd(t, src, pod("fresh"))
+			eventually(t, "the new pod is queued", func() bool { return rec.get("queued "+controller.SourceChange) == 1 })
+			close(release)
+			eventually(t, "every pod is handled", func() bool { return len(h.Calls()) == 51 })
+			if got := h.Calls()[1]; !strings.HasPrefix(got, "fresh@") {
+				t.Errorf("got %s handled second, want the new pod, before the 49 listed ones still waiting", got)
+			}
+			_ = stop()
+		})
 	}
 }

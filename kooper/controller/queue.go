@@ -1,0 +1,138 @@
+package controller
+
+import (
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
+)
+
+// Fresh changes first.
+//
+// A controller's queue is client-go's rate-limiting workqueue, which keeps
+// the guarantees the loop relies on (a key is in the queue once, never on
+// two workers at once, per-key backoff, AddAfter, time-in-queue metrics),
+// with one thing replaced: the order in which waiting keys come out.
+// client-go lets a queue's order be plugged in (workqueue.Queue: Push, Pop,
+// Touch, Len, all called under the workqueue's lock), and order below is
+// that plug: two first-in first-out lines, and a key from the fast line
+// always comes out first.
+//
+// Keys from the initial list and from resyncs go in the slow line; every
+// other key (a change the watch saw, a retry, a RequeueAfter, Enqueue) goes
+// in the fast line. So an object that changes while thousands of listed
+// objects wait is handled next, not after them. A key already waiting in
+// the slow line moves to the end of the fast line when it changes; a key is
+// never moved down. The price: while changes keep the fast line busy, the
+// slow line waits.
+
+// priority is a key's line.
+type priority int8
+
+const (
+	// priorityLow is the line of the initial list and resyncs.
+	priorityLow priority = iota
+	// priorityHigh is the line of everything else.
+	priorityHigh
+)
+
+// sourcePriority returns the line of a key queued from source.
+func sourcePriority(source string) priority {
+	if source == SourceInitial || source == SourceResync {
+		return priorityLow
+	}
+	return priorityHigh
+}
+
+// order is a workqueue.Queue[string] with a fast and a slow line.
+type order struct {
+	// mu guards wanted, which is written by the controller before it adds a
+	// key to the workqueue (outside the workqueue's lock) and read by Push
+	// and Touch (under it).
+	mu sync.Mutex
+	// wanted is the line asked for a key by the adds since it last came
+	// out: the highest wins. A key with no entry (added by the workqueue
+	// itself, after a delay or a backoff) goes in the fast line.
+	wanted map[string]priority
+
+	// The rest is guarded by the workqueue's lock.
+	lines [2][]entry // by priority; may hold stale entries of moved keys
+	in    map[string]entry
+	seq   uint64
+}
+
+// entry is a key's place in a line. An entry in a line is stale unless in
+// holds the same entry for its key.
+type entry struct {
+	key string
+	p   priority
+	seq uint64
+}
+
+var _ workqueue.Queue[string] = (*order)(nil)
+
+func newOrder() *order {
+	return &order{wanted: map[string]priority{}, in: map[string]entry{}}
+}
+
+// want records that key is being added with priority p.
+func (o *order) want(key string, p priority) {
+	o.mu.Lock()
+	if cur, ok := o.wanted[key]; !ok || p > cur {
+		o.wanted[key] = p
+	}
+	o.mu.Unlock()
+}
+
+// priorityOf returns the line asked for key.
+func (o *order) priorityOf(key string) priority {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if p, ok := o.wanted[key]; ok {
+		return p
+	}
+	return priorityHigh
+}
+
+// Push adds a key that is not waiting.
+func (o *order) Push(key string) { o.line(key, o.priorityOf(key)) }
+
+// Touch is called when a waiting key is added again: it moves to the end of
+// the fast line if it waits in the slow one and is now wanted fast.
+func (o *order) Touch(key string) {
+	if o.in[key].p == priorityLow && o.priorityOf(key) == priorityHigh {
+		o.line(key, priorityHigh)
+	}
+}
+
+// line puts key at the end of line p.
+func (o *order) line(key string, p priority) {
+	o.seq++
+	e := entry{key: key, p: p, seq: o.seq}
+	o.in[key] = e
+	o.lines[p] = append(o.lines[p], e)
+}
+
+// Len returns the number of waiting keys.
+func (o *order) Len() int { return len(o.in) }
+
+// Pop returns the first waiting key of the fast line, or else of the slow
+// one. The workqueue calls it only when Len is above zero.
+func (o *order) Pop() string {
+	for _, p := range []priority{priorityHigh, priorityLow} {
+		for len(o.lines[p]) > 0 {
+			e := o.lines[p][0]
+			o.lines[p][0] = entry{}
+			o.lines[p] = o.lines[p][1:]
+			if o.in[e.key] != e {
+				continue // stale: moved to the fast line since
+			}
+			key := e.key
+			delete(o.in, key)
+			o.mu.Lock()
+			delete(o.wanted, key)
+			o.mu.Unlock()
+			return key
+		}
+	}
+	return "" // unreachable while Len is above zero
+}
