@@ -114,6 +114,10 @@ docs: ## Rewrite every tutorial code block from the region of the compiled file 
 bench: ## Compare Kooper with spotahome/kooper v2, controller-runtime and a bare informer (about 1.5 minutes).
 	cd bench && $(GO) run ./cmd/compare -rounds 9
 
+.PHONY: bench-fresh
+bench-fresh: ## Fresh changes first: 100 objects created during a 10,000-object backlog, against the peers (about 65 s); writes docs/img/bench-fresh.png and bench/results/fresh.json.
+	cd bench && $(GO) run ./cmd/fresh -png ../docs/img/bench-fresh.png
+
 .PHONY: bench-cluster
 bench-cluster: ## The same peers on a local control plane: 10,000 pods, 5,000 updates, 4 rounds (about 28 minutes); writes docs/img/bench-cluster.png.
 	@$(MAKE) --no-print-directory controlplane

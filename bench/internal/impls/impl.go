@@ -44,7 +44,10 @@ const (
 	NameKooperNoCopy      = "kooper-nocopy"
 	NameKooperV2          = "kooper-v2"
 	NameControllerRuntime = "controller-runtime"
-	NameFloor             = "floor"
+	// NameControllerRuntimePQ is controller-runtime with its priority
+	// queue, compared in the fresh-first run only.
+	NameControllerRuntimePQ = "controller-runtime-pq"
+	NameFloor               = "floor"
 )
 
 // SilenceLogs discards klog (client-go) and controller-runtime logs, so no
