@@ -86,9 +86,10 @@ func cacheTransform(user cache.TransformFunc, keepManagedFields bool) cache.Tran
 // an old leader stops handling before a new one can start.
 func (c *Controller) ShutdownTimeout() time.Duration { return c.cfg.ShutdownTimeout }
 
-// HasSynced reports whether Run has filled the cache and started its
-// workers: every object listed at start is queued. It stays true after Run
-// returns. Use it for a readiness check.
+// HasSynced reports whether Run has filled the cache: every object listed
+// at start is queued, and the workers are handling them (or, with RunWarm,
+// start the moment this replica leads). It stays true after Run returns.
+// Use it for a readiness check.
 func (c *Controller) HasSynced() bool { return c.synced.Load() }
 
 // SyncError returns why the cache has not synced yet: the last list or
@@ -166,12 +167,25 @@ func (c *Controller) Enqueue(key string) { c.add(key, SourceEnqueue) }
 // Config.ShutdownTimeout for them and for every goroutine it started, and
 // returns nil (or ErrShutdownTimeout). Keys still queued are dropped: they
 // are handled again by whichever controller next lists the objects. Run may
-// be called once.
-func (c *Controller) Run(ctx context.Context) error {
+// be called once (Run or RunWarm).
+func (c *Controller) Run(ctx context.Context) error { return c.run(ctx, nil) }
+
+// RunWarm is Run for a warm standby under leader election: it fills the
+// cache and keeps it, queueing the key of every object listed or changed,
+// but handles nothing until leading is closed. The workers then start at
+// once, with every cached object queued: none waits for a list. HasSynced
+// turns true once the cache is filled, whether or not leading is closed.
+// leaderelection.Runner calls it; Run is RunWarm with leading closed.
+func (c *Controller) RunWarm(ctx context.Context, leading <-chan struct{}) error {
+	return c.run(ctx, leading)
+}
+
+// run is Run, with workers held until leading is closed (nil: at once).
+func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
-	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "shared", isShared(c.cfg.Retriever))
+	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "shared", isShared(c.cfg.Retriever), "warm", leading != nil)
 
 	// 1. The queue, then the cache, whose events queue keys from now on.
 	queue := c.newQueue()
@@ -182,22 +196,27 @@ func (c *Controller) Run(ctx context.Context) error {
 		return err
 	}
 
-	// 2. The workers: once the cache is filled (every listed object is
-	// then queued), or at once with HandleDuringSync.
+	// 2. The workers start once this replica leads (at once outside leader
+	// election), and once the cache is filled (every listed object is then
+	// queued) unless HandleDuringSync.
 	var workers sync.WaitGroup
-	startWorkers := sync.OnceFunc(func() {
+	synced := make(chan struct{})
+	workers.Go(func() {
+		if !closedBefore(ctx, leading) || (!c.cfg.HandleDuringSync && !closedBefore(ctx, synced)) {
+			return
+		}
+		if leading != nil {
+			c.log.Info("controller handling")
+		}
 		for i := range c.cfg.ConcurrentWorkers {
 			workers.Go(func() { c.worker(ctx, i, src, queue) })
 		}
 	})
-	if c.cfg.HandleDuringSync {
-		startWorkers()
-	}
 	if src.waitSynced(ctx) {
 		c.cache.Store(src)
 		c.synced.Store(true)
+		close(synced)
 		c.log.Info("controller cache synced")
-		startWorkers()
 		<-ctx.Done()
 		c.cache.Store(nil)
 		c.log.Info("controller stopping")
@@ -215,6 +234,20 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("controller stopped")
 	return nil
+}
+
+// closedBefore waits until ch is closed (true; a nil ch is closed) or ctx
+// is done (false).
+func closedBefore(ctx context.Context, ch <-chan struct{}) bool {
+	if ch == nil {
+		return true
+	}
+	select {
+	case <-ch:
+		return ctx.Err() == nil
+	case <-ctx.Done():
+		return false
+	}
 }
 
 // workQueue is client-go's rate-limiting workqueue with fresh changes

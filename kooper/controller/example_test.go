@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -137,4 +138,41 @@ func ExampleChain() {
 	// handle
 	// leave metrics
 	// leave logging
+}
+
+// A warm standby: RunWarm fills the cache and queues every key while this
+// replica waits, and handles the moment leading is closed. Under leader
+// election, leaderelection.Runner does this for you.
+func ExampleController_RunWarm() {
+	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	_, _ = src.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}})
+	handled := make(chan string, 1)
+	c, err := controller.New(controller.Config{
+		Name: "pods",
+		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+			handled <- obj.(*corev1.Pod).Name
+			return nil
+		}),
+		Retriever: src,
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	leading := make(chan struct{})
+	done := make(chan error, 1)
+	go func() { done <- c.RunWarm(ctx, leading) }()
+	for !c.HasSynced() {
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("synced; handled while standing by:", len(handled))
+	close(leading) // this replica leads
+	fmt.Println("handled once leading:", <-handled)
+	cancel()
+	fmt.Println("Run:", <-done)
+	// Output:
+	// synced; handled while standing by: 0
+	// handled once leading: web-1
+	// Run: <nil>
 }

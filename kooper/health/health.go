@@ -245,6 +245,9 @@ type Leadership interface {
 	// Standby reports whether leader election is on and this replica does
 	// not lead: it is ready to take over.
 	Standby() bool
+	// WarmStandby reports whether a standby fills its controllers' caches
+	// before it leads: it is then ready to take over once they are filled.
+	WarmStandby() bool
 }
 
 // Synced is what Readiness checks: a *controller.Controller.
@@ -259,20 +262,22 @@ type syncErrorer interface {
 	SyncError() error
 }
 
-// Readiness returns a Config.Ready: ready while l is a standby, or when
-// every controller has synced. The status says which: "standby", "leading",
-// or "synced" without leader election (l nil, or neither leading nor
-// standing by, as a runner with leader election disabled). When not ready,
-// the error says so ("leading, caches not synced yet", or "caches not
-// synced yet" without leader election), followed by why for each controller
+// Readiness returns a Config.Ready: ready while l is a cold standby, or
+// when every controller has synced (a warm standby fills its caches before
+// it leads, so it is ready once they are filled). The status says which:
+// "standby", "leading", or "synced" without leader election (l nil, or
+// neither leading nor standing by, as a runner with leader election
+// disabled). When not ready, the error says so ("leading, caches not synced
+// yet", "standby, caches not synced yet", or "caches not synced yet"
+// without leader election), followed by why for each controller
 // that knows (SyncError, such as "tenants: could not decode the retrieved
 // objects of *v1alpha1.Tenant: ..."): that is the body of /readyz's 503.
 func Readiness(l Leadership, controllers ...Synced) func() (string, error) {
 	return func() (string, error) {
-		if l != nil && l.Standby() {
+		if l != nil && l.Standby() && !l.WarmStandby() {
 			return "standby", nil // ready to take over
 		}
-		leading := l != nil && l.Leading()
+		leading, warm := l != nil && l.Leading(), l != nil && l.Standby()
 		synced := true
 		var why []error
 		for _, c := range controllers {
@@ -289,12 +294,17 @@ func Readiness(l Leadership, controllers ...Synced) func() (string, error) {
 		switch {
 		case synced && leading:
 			return "leading", nil
+		case synced && warm:
+			return "standby", nil // warm: takes over without a list
 		case synced:
 			return "synced", nil
 		}
 		msg := "caches not synced yet"
-		if leading {
+		switch {
+		case leading:
 			msg = "leading, " + msg
+		case warm:
+			msg = "standby, " + msg
 		}
 		if len(why) == 0 {
 			return "", errors.New(msg)

@@ -76,14 +76,16 @@ type synced bool
 func (s synced) HasSynced() bool { return bool(s) }
 
 // role is a Leadership that stays in one role.
-type role struct{ leading, standby bool }
+type role struct{ leading, standby, warm bool }
 
-func (r role) Leading() bool { return r.leading }
-func (r role) Standby() bool { return r.standby }
+func (r role) Leading() bool     { return r.leading }
+func (r role) Standby() bool     { return r.standby }
+func (r role) WarmStandby() bool { return r.warm }
 
 var (
-	leader  = role{leading: true}
-	standby = role{standby: true}
+	leader      = role{leading: true, warm: true}
+	standby     = role{standby: true}
+	warmStandby = role{standby: true, warm: true}
 	// disabled neither leads nor stands by: a runner with leader election
 	// disabled.
 	disabled = role{}
@@ -101,7 +103,9 @@ func TestReadiness(t *testing.T) {
 		{"synced without leader election", nil, []health.Synced{synced(true), synced(true)}, true, "synced"},
 		{"synced with leader election disabled", disabled, []health.Synced{synced(true)}, true, "synced"},
 		{"one controller not synced", disabled, []health.Synced{synced(true), synced(false)}, false, ""},
-		{"a standby is ready", standby, []health.Synced{synced(false)}, true, "standby"},
+		{"a cold standby is ready", standby, []health.Synced{synced(false)}, true, "standby"},
+		{"a warm standby before sync is not", warmStandby, []health.Synced{synced(false)}, false, ""},
+		{"a warm standby after sync is", warmStandby, []health.Synced{synced(true)}, true, "standby"},
 		{"a leader before sync is not", leader, []health.Synced{synced(false)}, false, ""},
 		{"a leader after sync is", leader, []health.Synced{synced(true)}, true, "leading"},
 	}

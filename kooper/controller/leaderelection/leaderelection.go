@@ -34,6 +34,14 @@ type Runnable interface {
 	Run(ctx context.Context) error
 }
 
+// Warmer is a Runnable that can get ready while this replica stands by: a
+// *controller.Controller, whose RunWarm fills and keeps its cache but
+// handles nothing until leading is closed.
+type Warmer interface {
+	Runnable
+	RunWarm(ctx context.Context, leading <-chan struct{}) error
+}
+
 // Recorder receives the leader status; kooper/metrics/prometheus implements it.
 type Recorder interface {
 	SetLeader(name string, leading bool)
@@ -71,6 +79,14 @@ type Config struct {
 	// DisableReleaseOnCancel keeps the Lease held after a clean shutdown, so
 	// a standby waits LeaseDuration before taking over.
 	DisableReleaseOnCancel bool
+	// DisableWarmStandby starts the runnables only once this replica leads.
+	// By default a standby is warm: the runnables that can (Warmer, such as
+	// a *controller.Controller) fill and keep their caches while it stands
+	// by, queueing every key, and start handling the moment it leads, so a
+	// takeover waits for no list. The price is memory: a standby holds the
+	// same caches as the leader, and keeps a watch open on the API server
+	// for each.
+	DisableWarmStandby bool
 
 	// Logger receives the runner's logs. Default log.Noop.
 	Logger log.Logger
@@ -174,6 +190,21 @@ func (r *Runner) Leading() bool { return r.leading.Load() }
 // concurrent use.
 func (r *Runner) Standby() bool { return !r.cfg.Disabled && !r.leading.Load() }
 
+// WarmStandby reports whether this replica keeps warm runnables running
+// while it stands by: leader election is on, Config.DisableWarmStandby is
+// not set, and at least one runnable is a Warmer.
+func (r *Runner) WarmStandby() bool {
+	if r.cfg.Disabled || r.cfg.DisableWarmStandby {
+		return false
+	}
+	for _, run := range r.runnables {
+		if _, ok := run.(Warmer); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // Run runs the runnables until ctx is done; if one returns, the others are
 // stopped too.
 //
@@ -186,7 +217,7 @@ func (r *Runner) Standby() bool { return !r.cfg.Disabled && !r.leading.Load() }
 // error any of them returned, or nil.
 func (r *Runner) Run(ctx context.Context) error {
 	if r.cfg.Disabled {
-		return r.runAll(ctx)
+		return r.runAll(ctx, r.runnables)
 	}
 	return r.elect(ctx)
 }
@@ -210,6 +241,17 @@ func (r *Runner) elect(ctx context.Context) error {
 	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElector()
 
+	// A warm standby starts its warm runnables now; standby.done stays nil
+	// (never ready) otherwise.
+	var (
+		warm    *warmup
+		standby struct{ done <-chan struct{} }
+	)
+	if r.WarmStandby() {
+		warm = r.warmUp(ctx)
+		standby.done = warm.done
+	}
+
 	result := make(chan outcome, 1)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
@@ -228,7 +270,7 @@ func (r *Runner) elect(ctx context.Context) error {
 				defer cancel()
 				r.log.Info("leading")
 				r.lead(true)
-				err := r.runAll(runCtx)
+				err := r.runLeading(runCtx, warm)
 				// The runnables returned: no longer leading, though the
 				// Lease is held until the elector releases it. Said here
 				// too because OnStoppedLeading can run before lead(true)
@@ -254,8 +296,7 @@ func (r *Runner) elect(ctx context.Context) error {
 		elector.Run(electorCtx)
 	}()
 
-	select {
-	case <-ctx.Done():
+	shutdown := func() error {
 		// Clean shutdown. If we lead (lock.acquired is set before the
 		// elector starts OnStartedLeading, so it is never missed), wait for
 		// the runnables, which see ctx, before letting the elector release.
@@ -271,7 +312,30 @@ func (r *Runner) elect(ctx context.Context) error {
 			// started with ctx already done and return at once.
 			res = <-result
 		}
+		if warm != nil {
+			<-warm.done // standing by: the warm runnables see ctx too
+		}
 		return r.finish(res)
+	}
+	select {
+	case <-ctx.Done():
+		return shutdown()
+	case <-standby.done:
+		if ctx.Err() != nil {
+			return shutdown()
+		}
+		// A warm runnable returned while standing by: stop competing.
+		stopElector()
+		<-electorDone
+		if lock.acquired.Load() {
+			return r.finish(<-result)
+		}
+		err := warm.err
+		if err == nil {
+			err = errors.New("a runnable returned while standing by")
+		}
+		r.log.Error("stopped standing by", log.KeyErr, err)
+		return err
 	case res := <-result:
 		// The runnables returned while leading: an error, or the Lease was
 		// lost. Release the Lease (if still held) before returning.
@@ -283,6 +347,82 @@ func (r *Runner) elect(ctx context.Context) error {
 		// runnables are stopping.
 		return r.finish(<-result)
 	}
+}
+
+// warmup is the warm runnables of a warm standby, started before leading.
+type warmup struct {
+	cancel  context.CancelFunc
+	leading chan struct{} // closed when this replica leads
+	done    chan struct{} // closed once every warm runnable returned
+	err     error         // the first error of a warm runnable, once done
+	cold    []Runnable    // the runnables that are not Warmers
+}
+
+// warmUp starts every Warmer's RunWarm on a context of its own (from ctx);
+// the first to return stops the others.
+func (r *Runner) warmUp(ctx context.Context) *warmup {
+	wctx, cancel := context.WithCancel(ctx)
+	w := &warmup{cancel: cancel, leading: make(chan struct{}), done: make(chan struct{})}
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	for _, run := range r.runnables {
+		warmer, ok := run.(Warmer)
+		if !ok {
+			w.cold = append(w.cold, run)
+			continue
+		}
+		wg.Go(func() {
+			err := warmer.RunWarm(wctx, w.leading)
+			mu.Lock()
+			if w.err == nil {
+				w.err = err
+			}
+			mu.Unlock()
+			cancel()
+		})
+	}
+	go func() {
+		wg.Wait()
+		close(w.done)
+	}()
+	return w
+}
+
+// runLeading runs the runnables while leading, until ctx is done or one
+// returns: with a warm standby, it tells the warm ones to handle and starts
+// the others.
+func (r *Runner) runLeading(ctx context.Context, w *warmup) error {
+	if w == nil {
+		return r.runAll(ctx, r.runnables)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopWarm := context.AfterFunc(ctx, w.cancel) // the Lease lost, or a shutdown
+	defer stopWarm()
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		select {
+		case <-w.done: // a warm runnable returned: stop the others
+			cancel()
+		case <-ctx.Done():
+		}
+	})
+	close(w.leading)
+	var err error
+	if len(w.cold) > 0 {
+		err = r.runAll(ctx, w.cold) // until ctx is done or one returns
+	} else {
+		<-ctx.Done() // the Lease lost, a shutdown, or a warm runnable returned
+	}
+	cancel()
+	<-w.done
+	watch.Wait()
+	if err == nil {
+		err = w.err
+	}
+	return err
 }
 
 // outcome is how the runnables ended: their error, and whether it was
@@ -308,8 +448,9 @@ func (r *Runner) finish(res outcome) error {
 	return nil
 }
 
-// runAll runs every runnable; the first to return stops the others.
-func (r *Runner) runAll(ctx context.Context) error {
+// runAll runs every one of runnables; the first to return stops the
+// others.
+func (r *Runner) runAll(ctx context.Context, runnables []Runnable) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -317,7 +458,7 @@ func (r *Runner) runAll(ctx context.Context) error {
 		mu       sync.Mutex
 		firstErr error
 	)
-	for _, run := range r.runnables {
+	for _, run := range runnables {
 		wg.Go(func() {
 			err := run.Run(ctx)
 			mu.Lock()
