@@ -275,7 +275,19 @@ func TestTenantsEndToEnd(t *testing.T) {
 			return ready == float64(len(all.Items)) && notReady == 0
 		})
 		// endregion: tenants-gauge
-		// The last status writes come back as events: let them settle.
+		// The last status writes come back as events: let them settle. The
+		// quota controller writes each new ResourceQuota's status once, and
+		// each write is a child event that queues its Tenant: under load it
+		// comes seconds later, so wait for all of them first.
+		e2etest.Eventually(t, 60*time.Second, "the quota controller has written every quota's status", func() bool {
+			for i := range n {
+				q, err := kube.CoreV1().ResourceQuotas(fmt.Sprintf("tenant-load-%02d", i)).Get(ctx, tenant.QuotaName, metav1.GetOptions{})
+				if err != nil || len(q.Status.Hard) == 0 {
+					return false
+				}
+			}
+			return true
+		})
 		tenantCalls := func() float64 {
 			return e2etest.Metric(t, registry, "kooper_controller_handle_duration_seconds", map[string]string{"controller": operator.DefaultName})
 		}

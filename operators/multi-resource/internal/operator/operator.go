@@ -198,15 +198,6 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// endregion: children
 
-	// region: gauge-register
-	// The operator's own metrics, once the controller they read exists.
-	for _, m := range []prom.Collector{drift.counter, tenantsCollector{list: primary.List}} {
-		if err := cfg.Registry.Register(m); err != nil {
-			return fmt.Errorf("could not register metrics: %w", err)
-		}
-	}
-	// endregion: gauge-register
-
 	// region: leaderelection
 	runnables := make([]leaderelection.Runnable, len(ctrls))
 	synced := make([]health.Synced, len(ctrls))
@@ -225,6 +216,21 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	// endregion: leaderelection
+	// region: gauge-register
+	// The operator's own metrics, once what they read exists. A warm
+	// standby's cache is filled too: a standby does not report the gauge.
+	leaderCache := func() ([]runtime.Object, bool) {
+		if runner.Standby() {
+			return nil, false
+		}
+		return primary.List()
+	}
+	for _, m := range []prom.Collector{drift.counter, tenantsCollector{list: leaderCache}} {
+		if err := cfg.Registry.Register(m); err != nil {
+			return fmt.Errorf("could not register metrics: %w", err)
+		}
+	}
+	// endregion: gauge-register
 	if cfg.HTTPAddr != "" {
 		srv, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(runner, synced...), Logger: cfg.Logger})
 		if err != nil {
