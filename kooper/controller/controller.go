@@ -171,11 +171,14 @@ func (c *Controller) Enqueue(key string) { c.add(key, SourceEnqueue) }
 func (c *Controller) Run(ctx context.Context) error { return c.run(ctx, nil) }
 
 // RunWarm is Run for a warm standby under leader election: it fills the
-// cache and keeps it, queueing the key of every object listed or changed,
-// but handles nothing until leading is closed. The workers then start at
-// once, with every cached object queued: none waits for a list. HasSynced
-// turns true once the cache is filled, whether or not leading is closed.
-// leaderelection.Runner calls it; Run is RunWarm with leading closed.
+// cache and keeps it, but queues and handles nothing until leading is
+// closed. It then queues the key of every cached object at once and starts
+// the workers: none waits for a list, and each object is handled once at
+// its latest state. Until then the queue stays empty, so a standby's queue
+// length and wait times say nothing about keys it is not meant to handle.
+// HasSynced turns true once the cache is filled, whether or not leading is
+// closed. leaderelection.Runner calls it; Run is RunWarm with leading
+// closed.
 func (c *Controller) RunWarm(ctx context.Context, leading <-chan struct{}) error {
 	return c.run(ctx, leading)
 }
@@ -187,9 +190,12 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	}
 	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "shared", isShared(c.cfg.Retriever), "warm", leading != nil)
 
-	// 1. The queue, then the cache, whose events queue keys from now on.
+	// 1. The queue, then the cache, whose events queue keys from now on (a
+	// warm standby's from the moment it leads).
 	queue := c.newQueue()
-	c.queue.Store(queue)
+	if leading == nil {
+		c.queue.Store(queue)
+	}
 	src, err := c.source.open(ctx, c.events(), cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval})
 	if err != nil {
 		queue.ShutDown()
@@ -202,11 +208,20 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	var workers sync.WaitGroup
 	synced := make(chan struct{})
 	workers.Go(func() {
-		if !closedBefore(ctx, leading) || (!c.cfg.HandleDuringSync && !closedBefore(ctx, synced)) {
+		if !closedBefore(ctx, leading) {
 			return
 		}
 		if leading != nil {
+			// Taking over: events queue keys from now on, and every object
+			// cached so far is queued once (a key queued twice waits once).
+			c.queue.Store(queue)
+			for _, key := range src.keys() {
+				c.add(key, SourceInitial)
+			}
 			c.log.Info("controller handling")
+		}
+		if !c.cfg.HandleDuringSync && !closedBefore(ctx, synced) {
+			return
 		}
 		for i := range c.cfg.ConcurrentWorkers {
 			workers.Go(func() { c.worker(ctx, i, src, queue) })

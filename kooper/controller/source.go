@@ -70,6 +70,19 @@ func (o *openCache) get(key string) (any, bool, error) {
 	return item, exists, err
 }
 
+// keys returns the key of every object the cache holds, and of those tapped
+// from the initial list that it has not got yet.
+func (o *openCache) keys() []string {
+	keys := o.informer.GetIndexer().ListKeys()
+	if o.early != nil && !o.early.done.Load() {
+		o.early.objects.Range(func(key, _ any) bool {
+			keys = append(keys, key.(string))
+			return true
+		})
+	}
+	return keys
+}
+
 // waitSynced waits until the cache holds the whole initial list and every
 // object of it was handed to the controller's handler (true), or ctx is
 // done (false). It waits on the registration's done channel: no polling.

@@ -25,8 +25,9 @@ func TestRunWarmHandlesNothingUntilLeading(t *testing.T) {
 					mustAdd(t, src, pod(fmt.Sprintf("p%d", i)))
 				}
 				h := &recorder{}
+				rec := newMetrics()
 				c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src,
-					DisableResync: true, HandleDuringSync: duringSync})
+					DisableResync: true, HandleDuringSync: duringSync, MetricsRecorder: rec})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -50,6 +51,9 @@ func TestRunWarmHandlesNothingUntilLeading(t *testing.T) {
 				if calls := h.Calls(); len(calls) != 0 {
 					t.Fatalf("got calls %q while standing by, want none", calls)
 				}
+				if n := rec.get("queue length"); n != 0 {
+					t.Errorf("got %d keys queued while standing by, want none: the queue fills at the takeover", n)
+				}
 				lists := len(src.Calls())
 
 				close(leading)
@@ -57,6 +61,9 @@ func TestRunWarmHandlesNothingUntilLeading(t *testing.T) {
 				settle()
 				if n := len(h.Calls()); n != 6 {
 					t.Errorf("got %d calls, want 6: each object once", n)
+				}
+				if n := rec.get("queued " + controller.SourceInitial); n != 6 {
+					t.Errorf("got %d keys queued at the takeover, want the 6 cached objects", n)
 				}
 				if n := h.countOf("p0"); n != 1 {
 					t.Errorf("got p0 handled %d times, want once, at its latest state", n)

@@ -82,8 +82,8 @@ type Config struct {
 	// DisableWarmStandby starts the runnables only once this replica leads.
 	// By default a standby is warm: the runnables that can (Warmer, such as
 	// a *controller.Controller) fill and keep their caches while it stands
-	// by, queueing every key, and start handling the moment it leads, so a
-	// takeover waits for no list. The price is memory: a standby holds the
+	// by, and start handling the moment it leads, so a takeover waits for
+	// no list. The price is memory: a standby holds the
 	// same caches as the leader, and keeps a watch open on the API server
 	// for each.
 	DisableWarmStandby bool
