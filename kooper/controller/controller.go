@@ -154,8 +154,9 @@ func (c *Controller) Get(key string) (runtime.Object, bool) {
 // queue is handled once. This is how a child controller has its owner
 // handled (see owner.EnqueueOwner): the owner's handler then runs only in
 // this controller's workers, never in two at once, whichever kind's change
-// caused it. Enqueue never blocks. Keys enqueued before Run has started or
-// after it has returned are dropped: Run's initial list queues every object
+// caused it. Enqueue never blocks. Keys enqueued before Run has started,
+// while a warm standby waits to lead (RunWarm), or after Run has returned
+// are dropped: the initial list, or the takeover, queues every object
 // anyway. A key whose object the cache does not hold when a worker takes it
 // is dropped too. Safe for concurrent use.
 func (c *Controller) Enqueue(key string) { c.add(key, SourceEnqueue) }
