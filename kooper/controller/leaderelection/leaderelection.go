@@ -83,9 +83,8 @@ type Config struct {
 	// By default a standby is warm: the runnables that can (Warmer, such as
 	// a *controller.Controller) fill and keep their caches while it stands
 	// by, and start handling the moment it leads, so a takeover waits for
-	// no list. The price is memory: a standby holds the
-	// same caches as the leader, and keeps a watch open on the API server
-	// for each.
+	// no list. The price is memory: a standby holds the same caches as the
+	// leader, and keeps a watch open on the API server for each.
 	DisableWarmStandby bool
 
 	// Logger receives the runner's logs. Default log.Noop.
@@ -241,15 +240,15 @@ func (r *Runner) elect(ctx context.Context) error {
 	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElector()
 
-	// A warm standby starts its warm runnables now; standby.done stays nil
+	// A warm standby starts its warm runnables now; warmDone stays nil
 	// (never ready) otherwise.
 	var (
-		warm    *warmup
-		standby struct{ done <-chan struct{} }
+		warm     *warmup
+		warmDone <-chan struct{}
 	)
 	if r.WarmStandby() {
 		warm = r.warmUp(ctx)
-		standby.done = warm.done
+		warmDone = warm.done
 	}
 
 	result := make(chan outcome, 1)
@@ -320,15 +319,23 @@ func (r *Runner) elect(ctx context.Context) error {
 	select {
 	case <-ctx.Done():
 		return shutdown()
-	case <-standby.done:
+	case <-warmDone:
 		if ctx.Err() != nil {
 			return shutdown()
+		}
+		if lock.acquired.Load() {
+			// Leading: the other runnables are stopping; release the Lease
+			// only once they have returned.
+			res := <-result
+			stopElector()
+			<-electorDone
+			return r.finish(res)
 		}
 		// A warm runnable returned while standing by: stop competing.
 		stopElector()
 		<-electorDone
 		if lock.acquired.Load() {
-			return r.finish(<-result)
+			return r.finish(<-result) // acquired meanwhile: it stopped at once
 		}
 		err := warm.err
 		if err == nil {

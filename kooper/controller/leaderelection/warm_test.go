@@ -18,6 +18,8 @@ import (
 type warm struct {
 	drain time.Duration
 	fail  error // returned at once from RunWarm, if set
+	// failLeading is returned once leading, if set.
+	failLeading error
 
 	mu                       sync.Mutex
 	started, handling, ended time.Time
@@ -48,6 +50,10 @@ func (w *warm) runWarm(ctx context.Context, leading <-chan struct{}) error {
 	select {
 	case <-leading:
 		w.set(&w.handling)
+		if w.failLeading != nil {
+			w.set(&w.ended)
+			return w.failLeading
+		}
 	case <-ctx.Done():
 	}
 	<-ctx.Done()
@@ -178,6 +184,31 @@ func TestAWarmStandbyStopsCleanlyWithoutLeading(t *testing.T) {
 	}
 	if _, h, e, _, _ := b.get(); !h.IsZero() || e.IsZero() {
 		t.Errorf("got handling at %v and end at %v, want no handling and an end", h, e)
+	}
+}
+
+// A warm runnable failing while leading stops the others, and the Lease is
+// released only once they have drained: a standby never overlaps them.
+func TestAWarmRunnableFailingWhileLeadingReleasesTheLeaseAfterTheOthersDrain(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	client := newClient()
+	j := &journal{}
+	errHandler := errors.New("handler broke")
+	_, waitA := run(t, newRunner(t, testConfig(client, "a"), &warm{failLeading: errHandler}, j.runnable("a", 300*time.Millisecond)))
+	eventually(t, "a leads", func() bool { return j.started("a") })
+	b := &warm{}
+	cancelB, waitB := run(t, newRunner(t, testConfig(client, "b"), b))
+	if err := waitA(); !errors.Is(err, errHandler) {
+		t.Errorf("got a's Run error %v, want the warm runnable's", err)
+	}
+	eventually(t, "b takes over", func() bool { _, h, _, _, _ := b.get(); return !h.IsZero() })
+	cancelB()
+	if err := waitB(); err != nil {
+		t.Fatal(err)
+	}
+	aEnd := j.get()[0].end
+	if _, h, _, _, _ := b.get(); !h.After(aEnd) {
+		t.Errorf("b handled at %s, before a's other runnable drained at %s", h.Format(time.StampMicro), aEnd.Format(time.StampMicro))
 	}
 }
 
