@@ -119,9 +119,14 @@ bench-fresh: ## Fresh changes first: 100 objects created during a 10,000-object 
 	cd bench && $(GO) run ./cmd/fresh -png ../docs/img/bench-fresh.png
 
 .PHONY: bench-cluster
-bench-cluster: ## The same peers on a local control plane: 10,000 pods, 5,000 updates, 4 rounds (about 28 minutes); writes docs/img/bench-cluster.png.
+bench-cluster: ## The same peers on a local control plane, all five scenarios: 10,000 pods, 4 rounds (about 55 minutes); writes docs/img/bench-cluster.png, docs/img/bench-failover.png and bench/results/cluster.json.
 	@$(MAKE) --no-print-directory controlplane
-	cd bench && $(GO) run ./cmd/cluster -png ../docs/img/bench-cluster.png
+	cd bench && $(GO) run ./cmd/cluster -png ../docs/img/bench-cluster.png -png-failover ../docs/img/bench-failover.png
+
+.PHONY: bench-failover
+bench-failover: ## Failover (warm standbys) and fresh changes first on a local control plane against the peers: 10,000 pods, 3 rounds (about 25 minutes); writes docs/img/bench-failover.png and bench/results/failover.json.
+	@$(MAKE) --no-print-directory controlplane
+	cd bench && $(GO) run ./cmd/cluster -scenarios failover,fresh -rounds 3 -json results/failover.json -png-failover ../docs/img/bench-failover.png
 
 .PHONY: build
 build: ## Build static, trimmed binaries stamped with VERSION into bin/ (hack/build/build.sh, as the Dockerfile does).

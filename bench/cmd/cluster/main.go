@@ -11,8 +11,11 @@
 //
 // Scenarios: sync (1: time, CPU and memory to fill the cache and handle
 // every pod once), churn (2: latency and CPU of updates handled after the
-// sync, same process) and pair (3: two controllers on pods in one
-// process). See bench/README.md.
+// sync, same process), pair (3: two controllers on pods in one process),
+// failover (4: two replicas under leader election, the leader stopped or
+// killed: time to the new leader's first and last handling, standby
+// memory) and fresh (5: latency of pods created while a slow handler works
+// through the initial backlog and a resync). See bench/README.md.
 package main
 
 import (
@@ -51,7 +54,9 @@ func main() {
 
 // outputs are where results go besides stdout.
 type outputs struct {
-	png, json string
+	png, failoverPNG, json string
+	// from is a JSON file of earlier results to report instead of running.
+	from string
 }
 
 func parseFlags(args []string) (runner.Options, outputs, error) {
@@ -66,13 +71,23 @@ func parseFlags(args []string) (runner.Options, outputs, error) {
 	fs.IntVar(&o.Updates, "updates", 5000, "updates per churn run, to that many distinct pods")
 	fs.IntVar(&o.Rounds, "rounds", 4, "rounds; each runs every implementation once per scenario, odd rounds in reverse order")
 	fs.StringVar(&only, "impls", "", "comma-separated implementations (default all): "+strings.Join(names(), ","))
-	fs.StringVar(&scenarios, "scenarios", "sync,churn,pair", "comma-separated scenarios: sync (1), churn (2), pair (3)")
+	fs.StringVar(&scenarios, "scenarios", "sync,churn,pair,failover,fresh", "comma-separated scenarios: sync (1), churn (2), pair (3), failover (4), fresh (5)")
 	fs.IntVar(&o.Warmup, "warmup", 1, "uncounted sync-only runs of the first implementation before round 1 (0 for none)")
 	fs.IntVar(&o.ChurnWriters, "churn-writers", pods.DefaultChurnWriters, "updates in flight while churning (more only queue in the API server)")
 	fs.DurationVar(&o.HandlerDelay, "handler-delay", 0, "sleep this long in every handling, for every implementation (a handler waiting on I/O; 0: no-op)")
 	fs.DurationVar(&o.Timeout, "timeout", 5*time.Minute, "fail a run whose pods are not all handled in this time (sync, then churn)")
-	fs.StringVar(&out.png, "png", "", "write a PNG chart of the key ratios to this path")
-	fs.StringVar(&out.json, "json", "", "write the raw results as JSON to this path")
+	fs.DurationVar(&o.Lease.LeaseDuration, "lease-duration", 15*time.Second, "failover: the Lease duration")
+	fs.DurationVar(&o.Lease.RenewDeadline, "renew-deadline", 10*time.Second, "failover: the renew deadline")
+	fs.DurationVar(&o.Lease.RetryPeriod, "retry-period", 2*time.Second, "failover: the retry period")
+	fs.DurationVar(&o.StandbySettle, "standby-settle", 10*time.Second, "failover: how long the standby stands by before the leader stops (time to fill a warm cache)")
+	fs.IntVar(&o.FreshPods, "fresh-pods", 100, "fresh: pods created during the initial backlog, and again during a resync")
+	fs.DurationVar(&o.FreshEvery, "fresh-every", 10*time.Millisecond, "fresh: interval between those creations")
+	fs.DurationVar(&o.FreshHandle, "fresh-handle", time.Millisecond, "fresh: sleep in every handling")
+	fs.DurationVar(&o.FreshResync, "fresh-resync", 30*time.Second, "fresh: resync period (must come after the initial backlog is handled)")
+	fs.StringVar(&out.png, "png", "", "write a PNG chart of the key ratios of scenarios 1-3 to this path")
+	fs.StringVar(&out.failoverPNG, "png-failover", "", "write a PNG chart of scenarios 4 and 5 to this path")
+	fs.StringVar(&out.from, "from", "", "report (and chart) the results in this JSON file (see -json) instead of running")
+	fs.StringVar(&out.json, "json", "results/cluster.json", "write the raw results as JSON to this path (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return o, out, err
 	}
@@ -94,7 +109,16 @@ func parseFlags(args []string) (runner.Options, outputs, error) {
 // run runs the benchmark, prints the report to w and writes the files; it
 // returns the exit code.
 func run(ctx context.Context, o runner.Options, out outputs, w io.Writer) int {
-	res, err := runner.Run(ctx, o)
+	var (
+		res runner.Results
+		err error
+	)
+	if out.from != "" {
+		res, err = load(out.from)
+		out.json = "" // nothing new to write
+	} else {
+		res, err = runner.Run(ctx, o)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		if len(res.Runs) == 0 {
@@ -116,15 +140,34 @@ func run(ctx context.Context, o runner.Options, out outputs, w io.Writer) int {
 			code = 1
 		}
 	}
-	if out.png != "" {
-		if perr := report.WritePNG(out.png, res); perr != nil {
+	for _, chart := range []struct {
+		path  string
+		write func(string, runner.Results) error
+	}{{out.png, report.WritePNG}, {out.failoverPNG, report.WriteFailoverPNG}} {
+		if chart.path == "" {
+			continue
+		}
+		if perr := chart.write(chart.path, res); perr != nil {
 			fmt.Fprintln(os.Stderr, perr)
 			code = 1
 		} else {
-			fmt.Fprintf(os.Stderr, "wrote %s\n", out.png)
+			fmt.Fprintf(os.Stderr, "wrote %s\n", chart.path)
 		}
 	}
 	return code
+}
+
+// load reads results written with -json.
+func load(path string) (runner.Results, error) {
+	var res runner.Results
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return res, fmt.Errorf("could not read the results: %w", err)
+	}
+	if err := json.Unmarshal(b, &res); err != nil {
+		return res, fmt.Errorf("could not parse the results in %s: %w", path, err)
+	}
+	return res, nil
 }
 
 func names() []string {

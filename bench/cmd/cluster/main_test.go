@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image/png"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/kooperkit/kooper/bench/internal/cluster/child"
+	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/report"
 	"github.com/kooperkit/kooper/bench/internal/cluster/runner"
 	"github.com/kooperkit/kooper/kooper/devcluster"
@@ -45,6 +47,12 @@ func TestEveryScenarioOfEveryImplementationCompletes(t *testing.T) {
 		Timeout:     30 * time.Second,
 		StopTimeout: 10 * time.Second,
 		Progress:    &progress,
+		// Short Lease timings (Kooper's runner needs lease - renew - retry
+		// above its controllers' 2s shutdown timeout) and resyncs.
+		Lease:         impls.Election{LeaseDuration: 5 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
+		StandbySettle: 2 * time.Second,
+		FreshPods:     10,
+		FreshResync:   4 * time.Second,
 	})
 	if errors.Is(err, devcluster.ErrBinariesMissing) && os.Getenv("CI") != "true" {
 		t.Skip(devcluster.SkipHint)
@@ -75,28 +83,51 @@ func TestEveryScenarioOfEveryImplementationCompletes(t *testing.T) {
 		}
 	}
 
+	for _, scenario := range []string{runner.FailoverStop, runner.FailoverKill} {
+		if len(res.FailoverImpls) != 5 {
+			t.Errorf("got failover implementations %v, want kooper cold and warm, kooper-v2, controller-runtime with and without warm-up", res.FailoverImpls)
+		}
+		for _, impl := range res.FailoverImpls {
+			checkFailover(t, res.Runs, impl, scenario)
+		}
+	}
+	if len(res.FreshImpls) != 4 {
+		t.Errorf("got fresh implementations %v, want kooper, controller-runtime with and without its priority queue, kooper-v2", res.FreshImpls)
+	}
+	for _, impl := range res.FreshImpls {
+		checkFresh(t, res.Runs, impl, 10)
+	}
+
 	var out bytes.Buffer
 	report.Print(&out, res)
-	for _, section := range []string{"## Scenario 1", "## Scenario 2", "## Scenario 3", "Targets", "sendInitialEvents=true"} {
+	for _, section := range []string{"## Scenario 1", "## Scenario 2", "## Scenario 3", "## Scenario 4", "## Scenario 5", "Targets", "sendInitialEvents=true"} {
 		if !strings.Contains(out.String(), section) {
 			t.Errorf("the report lacks %q:\n%s", section, out.String())
 		}
 	}
-	path := filepath.Join(t.TempDir(), "chart.png")
-	if err := report.WritePNG(path, res); err != nil {
-		t.Fatal(err)
+	for _, chart := range []struct {
+		name  string
+		write func(string, runner.Results) error
+	}{{"chart.png", report.WritePNG}, {"failover.png", report.WriteFailoverPNG}} {
+		path := filepath.Join(t.TempDir(), chart.name)
+		if err := chart.write(path, res); err != nil {
+			t.Fatal(err)
+		}
+		checkPNG(t, path)
 	}
-	f, err := os.Open(path)
+
+	// The JSON written by default reads back into the same report.
+	path := filepath.Join(t.TempDir(), "results.json")
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	img, err := png.Decode(f)
-	if err != nil {
-		t.Fatalf("the chart is not a PNG: %v", err)
-	}
-	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() < 500 || b.Dy() > 800 {
-		t.Errorf("got a %dx%d chart, want 1200 wide and about 700 high", b.Dx(), b.Dy())
+	var again bytes.Buffer
+	if code := run(context.Background(), runner.Options{}, outputs{from: path}, &again); code != 0 || again.String() != out.String() {
+		t.Errorf("reporting from the JSON: exit %d, same report %t", code, again.String() == out.String())
 	}
 
 	// Everything the runner started (child readers, clients) is gone.
@@ -107,6 +138,72 @@ func TestEveryScenarioOfEveryImplementationCompletes(t *testing.T) {
 	if n := runtime.NumGoroutine(); n > goroutines {
 		buf := make([]byte, 1<<20)
 		t.Errorf("got %d goroutines after the run, want at most %d as before it:\n%s", n, goroutines, buf[:runtime.Stack(buf, true)])
+	}
+}
+
+func checkPNG(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("%s is not a PNG: %v", path, err)
+	}
+	if b := img.Bounds(); b.Dx() != 1200 || b.Dy() < 400 || b.Dy() > 800 {
+		t.Errorf("got a %dx%d chart, want 1200 wide and 400 to 800 high", b.Dx(), b.Dy())
+	}
+}
+
+// checkFailover checks impl's failover run: the standby handled nothing
+// while it stood by (the child fails otherwise), then every pod after the
+// leader went; a warm Kooper standby took over without asking for pods.
+func checkFailover(t *testing.T, runs []runner.Record, impl, scenario string) {
+	t.Helper()
+	i := slices.IndexFunc(runs, func(r runner.Record) bool { return r.Impl == impl && r.Scenario == scenario })
+	if i < 0 {
+		t.Errorf("%s %s: no run", scenario, impl)
+		return
+	}
+	r := runs[i]
+	f := r.Failover
+	switch {
+	case r.Err != "":
+		t.Errorf("%s %s failed: %s", scenario, impl, r.Err)
+	case f == nil || f.Leader == nil || f.Standby == nil || f.Takeover == nil:
+		t.Errorf("%s %s: got %+v, want the leader's sync, the standby's report and its takeover", scenario, impl, f)
+	case f.FirstHandled <= 0 || f.AllHandled < f.FirstHandled:
+		t.Errorf("%s %s: first handled %s and all %s after the leader went, want 0 < first <= all", scenario, impl, f.FirstHandled, f.AllHandled)
+	case scenario == runner.FailoverStop && f.LeaderStop == nil:
+		t.Errorf("%s %s: the leader did not report its clean stop", scenario, impl)
+	case r.Stop == nil:
+		t.Errorf("%s %s: the standby did not stop cleanly", scenario, impl)
+	case impl == "kooper" && slices.ContainsFunc(f.Takeover.Requests, func(req string) bool { return strings.Contains(req, "/pods") }):
+		t.Errorf("%s kooper: the warm standby asked for pods at its takeover: %v", scenario, f.Takeover.Requests)
+	case impl == "kooper-cold" && !slices.ContainsFunc(f.Takeover.Requests, func(req string) bool { return strings.Contains(req, "WATCH /api/v1/pods?sendInitialEvents=true") }):
+		t.Errorf("%s kooper-cold: the cold standby did not fill its cache at its takeover: %v", scenario, f.Takeover.Requests)
+	}
+}
+
+// checkFresh checks impl's fresh run: both phases' created pods handled.
+func checkFresh(t *testing.T, runs []runner.Record, impl string, pods int) {
+	t.Helper()
+	i := slices.IndexFunc(runs, func(r runner.Record) bool { return r.Impl == impl && r.Scenario == child.Fresh })
+	if i < 0 {
+		t.Errorf("fresh %s: no run", impl)
+		return
+	}
+	r := runs[i]
+	if r.Err != "" || len(r.Fresh) != 2 || r.Stop == nil {
+		t.Errorf("fresh %s: got error %q, phases %+v, stop %v; want two phases and a clean stop", impl, r.Err, r.Fresh, r.Stop)
+		return
+	}
+	for j, p := range r.Fresh {
+		if p.Phase != child.FreshPhases[j] || p.Pods != pods || p.P50 <= 0 || p.P99 < p.P50 || p.Max < p.P99 {
+			t.Errorf("fresh %s: got phase %+v, want %s with %d pods and 0 < p50 <= p99 <= max", impl, p, child.FreshPhases[j], pods)
+		}
 	}
 }
 

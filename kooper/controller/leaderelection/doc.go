@@ -30,6 +30,12 @@
 //   - On a clean shutdown (the Run context is cancelled) the controllers are
 //     drained first and the Lease is released after, so a standby takes over
 //     at once without overlapping (disable with DisableReleaseOnCancel).
+//   - A standby watches the Lease and tries to acquire it as soon as it sees
+//     it released, or LeaseDuration after it saw the holder's last renewal,
+//     instead of at its next retry (needs the RBAC verb watch on leases;
+//     without it, the next retry takes it). The expiry is measured from
+//     when this replica first saw the renewal, never earlier than
+//     client-go's own rule would allow.
 //   - A standby's Run returns nil when its context is cancelled.
 //
 // The runner is built on client-go's leaderelection package and its

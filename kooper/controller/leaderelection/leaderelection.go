@@ -1,7 +1,9 @@
 package leaderelection
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -9,8 +11,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -240,19 +245,10 @@ func (r *Runner) elect(ctx context.Context) error {
 	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElector()
 
-	// A warm standby starts its warm runnables now; warmDone stays nil
-	// (never ready) otherwise.
-	var (
-		warm     *warmup
-		warmDone <-chan struct{}
-	)
-	if r.WarmStandby() {
-		warm = r.warmUp(ctx)
-		warmDone = warm.done
-	}
+	var warm *warmup // set below, before the elector runs
 
 	result := make(chan outcome, 1)
-	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+	electionCfg := leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            r.cfg.Name,
 		LeaseDuration:   r.cfg.LeaseDuration,
@@ -284,15 +280,34 @@ func (r *Runner) elect(ctx context.Context) error {
 				}
 			},
 		},
-	})
+	}
+	elector, err := leaderelection.NewLeaderElector(electionCfg)
 	if err != nil {
 		return fmt.Errorf("could not create the leader elector: %w", err)
 	}
 	r.lead(false)
+
+	// A warm standby starts its warm runnables now; warmDone stays nil
+	// (never ready) otherwise.
+	var warmDone <-chan struct{}
+	if r.WarmStandby() {
+		warm = r.warmUp(ctx)
+		warmDone = warm.done
+	}
+
+	// A standby watches the Lease, to try at once when it is released or
+	// expires.
+	restarting := &restartingElector{first: elector, lock: lock, cfg: electionCfg}
+	var watcher sync.WaitGroup
+	watcher.Go(func() { r.watchLease(electorCtx, lock, restarting.wake) })
+	defer func() {
+		stopElector()
+		watcher.Wait()
+	}()
 	electorDone := make(chan struct{})
 	go func() {
 		defer close(electorDone)
-		elector.Run(electorCtx)
+		restarting.run(electorCtx)
 	}()
 
 	shutdown := func() error {
@@ -482,27 +497,257 @@ func (r *Runner) runAll(ctx context.Context, runnables []Runnable) error {
 
 // observedLock records whether this replica ever wrote itself into the
 // Lease, which the elector does right before it starts OnStartedLeading.
+// Once abandoned (by a restartingElector, only while this replica never
+// wrote itself into the Lease) it refuses every write until reopened, so
+// that an elector being restarted can no longer acquire the Lease.
 type observedLock struct {
 	resourcelock.Interface
 	acquired atomic.Bool
+
+	mu        sync.Mutex // held across writes, so abandon waits for one in flight
+	abandoned bool
+
+	// The Lease's record as last seen (by Get or by the watch) and when it
+	// was first seen.
+	seenMu   sync.Mutex
+	lastRaw  []byte
+	lastSeen time.Time
 }
 
+// see notes that the Lease's record was raw at time at, and reports
+// whether that is a change.
+func (l *observedLock) see(raw []byte, at time.Time) bool {
+	l.seenMu.Lock()
+	defer l.seenMu.Unlock()
+	if bytes.Equal(raw, l.lastRaw) {
+		return false
+	}
+	l.lastRaw, l.lastSeen = raw, at
+	return true
+}
+
+// Get reads the Lease like the LeaseLock, and notes what it saw. When
+// another holder's record has not changed for its LeaseDuration since this
+// replica first saw it (by the watch, usually within milliseconds of the
+// renewal; client-go's own observation comes at its next poll), it returns
+// the record with a negative LeaseDurationSeconds: an elector that sees it for the
+// first time (one the watch just restarted at that expiry) then takes the
+// Lease over at once, with the record's resourceVersion as precondition, as
+// it would after its own wait. The holder wrote the record before this
+// replica first saw it, so the expiry is never earlier than client-go's.
+func (l *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
+	rec, raw, err := l.Interface.Get(ctx)
+	if err != nil || rec == nil {
+		return rec, raw, err
+	}
+	now := time.Now()
+	l.see(raw, now)
+	if rec.HolderIdentity == "" || rec.HolderIdentity == l.Identity() || rec.LeaseDurationSeconds <= 0 {
+		return rec, raw, nil
+	}
+	l.seenMu.Lock()
+	expired := now.Sub(l.lastSeen) >= time.Duration(rec.LeaseDurationSeconds)*time.Second
+	l.seenMu.Unlock()
+	if expired {
+		// client-go deems a record valid until the time it first saw it
+		// (just after this Get) plus LeaseDurationSeconds: a negative
+		// duration says "expired that long ago".
+		expiredRec := *rec
+		expiredRec.LeaseDurationSeconds = -rec.LeaseDurationSeconds
+		return &expiredRec, raw, nil
+	}
+	return rec, raw, nil
+}
+
+// errAbandoned is what an abandoned lock answers a write.
+var errAbandoned = errors.New("restarting the leader elector")
+
 func (l *observedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.abandoned {
+		return errAbandoned
+	}
 	err := l.Interface.Create(ctx, rec)
 	l.observe(rec, err)
 	return err
 }
 
 func (l *observedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.abandoned {
+		return errAbandoned
+	}
 	err := l.Interface.Update(ctx, rec)
 	l.observe(rec, err)
 	return err
+}
+
+// abandon refuses every later write, unless this replica already wrote
+// itself into the Lease; it reports whether it did.
+func (l *observedLock) abandon() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.acquired.Load() {
+		return false
+	}
+	l.abandoned = true
+	return true
+}
+
+// setAbandoned sets or clears the abandoned state.
+func (l *observedLock) setAbandoned(abandoned bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.abandoned = abandoned
+}
+
+func (l *observedLock) isAbandoned() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.abandoned
 }
 
 func (l *observedLock) observe(rec resourcelock.LeaderElectionRecord, err error) {
 	if err == nil && rec.HolderIdentity == l.Identity() {
 		l.acquired.Store(true)
 	}
+}
+
+// restartingElector runs client-go's leader elector, and restarts it when
+// woken while this replica has never held the Lease: a new elector tries
+// to acquire at once, where the running one would wait for its next retry
+// (RetryPeriod plus up to 1.2 times as much jitter). watchLease wakes it
+// when the holder releases the Lease, so a clean handover takes one watch
+// event and one write instead of up to 2.2 retry periods, and when the
+// holder's Lease expires (observedLock.Get then says so to the new
+// elector), so a dead leader is replaced LeaseDuration after its last
+// renewal instead of up to two jittered retry periods later. A restart cannot lose a
+// race with an acquisition: the lock refuses writes once abandoned, and
+// is abandoned only if this replica never wrote itself into it.
+type restartingElector struct {
+	first *leaderelection.LeaderElector
+	lock  *observedLock
+	cfg   leaderelection.LeaderElectionConfig
+
+	mu     sync.Mutex
+	cancel context.CancelFunc // the running elector's; nil before the first
+}
+
+// run runs electors until ctx is done or one returns by itself (it lost
+// the Lease it held).
+func (e *restartingElector) run(ctx context.Context) {
+	elector := e.first
+	for {
+		attempt, cancel := context.WithCancel(ctx)
+		e.mu.Lock()
+		e.lock.setAbandoned(false)
+		e.cancel = cancel
+		e.mu.Unlock()
+		elector.Run(attempt)
+		cancel()
+		if ctx.Err() != nil || !e.lock.isAbandoned() {
+			return
+		}
+		// Woken: an elector that never acquired, so a new one is safe.
+		next, err := leaderelection.NewLeaderElector(e.cfg)
+		if err != nil {
+			return // cannot happen: the same config built the first
+		}
+		elector = next
+	}
+}
+
+// wake restarts the running elector, unless this replica has written
+// itself into the Lease (it leads, or did).
+func (e *restartingElector) wake() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.cancel != nil && e.lock.abandon() {
+		e.cancel()
+	}
+}
+
+// watchLease watches the Lease until ctx is done, noting every change in
+// lock (see observedLock.Get), and calls wake whenever it sees the Lease
+// released by a leader that stopped cleanly (no holder) or deleted, and
+// when another holder's Lease expires: LeaseDuration after this replica
+// first saw its last renewal, with no change since. It is only an
+// accelerator: when the watch fails (no RBAC permission to watch Leases,
+// say), the elector's polling still takes the Lease over; the failure is
+// logged once.
+func (r *Runner) watchLease(ctx context.Context, lock *observedLock, wake func()) {
+	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.cfg.Name).String()}
+	expiry := time.NewTimer(time.Hour)
+	expiry.Stop()
+	defer expiry.Stop()
+	logged := false
+	for ctx.Err() == nil {
+		w, err := r.cfg.Client.Leases(r.cfg.Namespace).Watch(ctx, opts)
+		if err == nil {
+			r.follow(ctx, w, lock, expiry, wake)
+		} else if !logged && ctx.Err() == nil {
+			logged = true
+			r.log.Info("cannot watch the lease, a release or an expiry is seen at the next retry", log.KeyErr, err)
+		}
+		select { // a closed or refused watch: try again later
+		case <-ctx.Done():
+		case <-expiry.C:
+			wake()
+		case <-time.After(r.cfg.RetryPeriod):
+		}
+	}
+}
+
+// follow handles w's events (see watchLease) until w ends or ctx is done;
+// it stops w.
+func (r *Runner) follow(ctx context.Context, w watch.Interface, lock *observedLock, expiry *time.Timer, wake func()) {
+	defer w.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-expiry.C:
+			wake()
+		case ev, open := <-w.ResultChan():
+			if !open {
+				return
+			}
+			if ev.Type == watch.Deleted {
+				expiry.Stop()
+				wake()
+				continue
+			}
+			lease, ok := ev.Object.(*coordinationv1.Lease)
+			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
+				continue
+			}
+			rec := resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec)
+			raw, err := json.Marshal(*rec)
+			if err != nil {
+				continue
+			}
+			changed := lock.see(raw, time.Now())
+			switch {
+			case rec.HolderIdentity == "":
+				expiry.Stop()
+				wake()
+			case rec.HolderIdentity == lock.Identity():
+				expiry.Stop()
+			case changed:
+				expiry.Reset(leaseDuration(rec, r.cfg.LeaseDuration))
+			}
+		}
+	}
+}
+
+// leaseDuration is rec's LeaseDuration, or def if it has none.
+func leaseDuration(rec *resourcelock.LeaderElectionRecord, def time.Duration) time.Duration {
+	if rec.LeaseDurationSeconds > 0 {
+		return time.Duration(rec.LeaseDurationSeconds) * time.Second
+	}
+	return def
 }
 
 type noopRecorder struct{}

@@ -65,7 +65,7 @@ var needed = []rbacv1.PolicyRule{
 // neededInNamespace is what it does in its own namespace (leader election):
 // the Role must grant exactly this.
 var neededInNamespace = []rbacv1.PolicyRule{
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update", "watch"}},
 }
 
 func TestRBACRolesGrantExactlyWhatIsNeeded(t *testing.T) {

@@ -42,7 +42,7 @@ var needed = []rbacv1.PolicyRule{
 // neededInNamespace is what it does in its own namespace: the Role must grant
 // exactly this.
 var neededInNamespace = []rbacv1.PolicyRule{
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"pod-terminator-webhook-tls"}, Verbs: []string{"get", "update"}},
 }

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -48,6 +49,21 @@ const (
 	Single = "single"
 	// Pair is two controllers in one process: the initial sync.
 	Pair = "pair"
+	// Failover is one replica of a controller under leader election, in
+	// Role: see failover.go.
+	Failover = "failover"
+	// Fresh is one controller handling slowly while the parent creates new
+	// pods during its initial backlog and during a resync: see fresh.go.
+	Fresh = "fresh"
+)
+
+// Roles of a Failover child.
+const (
+	// RoleLeader starts alone, leads and handles every pod.
+	RoleLeader = "leader"
+	// RoleStandby starts while the leader leads and takes over when the
+	// parent stops or kills it.
+	RoleStandby = "standby"
 )
 
 // ClientQPS and ClientBurst rate-limit every implementation's client, as
@@ -79,13 +95,35 @@ type Args struct {
 	Timeout time.Duration
 	// StopTimeout bounds the wait for Run to return once asked to stop.
 	StopTimeout time.Duration
+
+	// Role is RoleLeader or RoleStandby (Failover only).
+	Role string
+	// Election is the Lease the replicas compete for (Failover only).
+	Election impls.Election
+	// StandbySettle is how long a standby waits after it started before it
+	// reports its memory (Failover only): long enough to fill a warm cache.
+	StandbySettle time.Duration
+
+	// Resync is the controller's resync period (Fresh only).
+	Resync time.Duration
+	// FreshPods is how many pods the parent creates in each of
+	// FreshNamespaces (Fresh only).
+	FreshPods int
+	// FreshNamespaces hold the pods created during the initial backlog
+	// and during the resync, in that order (Fresh only).
+	FreshNamespaces [2]string
 }
 
 // CommandLine returns the arguments that make a binary calling Main run a.
 func (a Args) CommandLine() []string {
 	return []string{Flag, a.Impl, "-scenario", a.Scenario, "-kubeconfig", a.Kubeconfig,
 		"-pods", fmt.Sprint(a.Pods), "-updates", fmt.Sprint(a.Updates), "-token", a.Token,
-		"-handler-delay", a.HandlerDelay.String(), "-timeout", a.Timeout.String(), "-stop-timeout", a.StopTimeout.String()}
+		"-handler-delay", a.HandlerDelay.String(), "-timeout", a.Timeout.String(), "-stop-timeout", a.StopTimeout.String(),
+		"-role", a.Role, "-lease-namespace", a.Election.Namespace, "-lease", a.Election.Name,
+		"-lease-duration", a.Election.LeaseDuration.String(), "-renew-deadline", a.Election.RenewDeadline.String(),
+		"-retry-period", a.Election.RetryPeriod.String(), "-standby-settle", a.StandbySettle.String(),
+		"-resync", a.Resync.String(), "-fresh-pods", fmt.Sprint(a.FreshPods),
+		"-fresh-namespaces", a.FreshNamespaces[0] + "," + a.FreshNamespaces[1]}
 }
 
 // IsChild reports whether args (os.Args[1:]) are a child's command line.
@@ -104,11 +142,35 @@ func parse(args []string) (Args, error) {
 	fs.DurationVar(&a.HandlerDelay, "handler-delay", 0, "sleep in every handling")
 	fs.DurationVar(&a.Timeout, "timeout", 5*time.Minute, "bound on sync and on churn")
 	fs.DurationVar(&a.StopTimeout, "stop-timeout", 20*time.Second, "bound on Run returning")
+	fs.StringVar(&a.Role, "role", "", "leader or standby (failover)")
+	fs.StringVar(&a.Election.Namespace, "lease-namespace", "", "the Lease's namespace (failover)")
+	fs.StringVar(&a.Election.Name, "lease", "", "the Lease's name (failover)")
+	fs.DurationVar(&a.Election.LeaseDuration, "lease-duration", 15*time.Second, "Lease duration (failover)")
+	fs.DurationVar(&a.Election.RenewDeadline, "renew-deadline", 10*time.Second, "renew deadline (failover)")
+	fs.DurationVar(&a.Election.RetryPeriod, "retry-period", 2*time.Second, "retry period (failover)")
+	fs.DurationVar(&a.StandbySettle, "standby-settle", 10*time.Second, "standby's wait before it reports (failover)")
+	fs.DurationVar(&a.Resync, "resync", 0, "resync period (fresh)")
+	fs.IntVar(&a.FreshPods, "fresh-pods", 0, "pods created per phase (fresh)")
+	freshNamespaces := fs.String("fresh-namespaces", ",", "namespaces of the created pods, comma-separated (fresh)")
 	if err := fs.Parse(args); err != nil {
 		return Args{}, fmt.Errorf("could not parse the child's arguments: %w", err)
 	}
-	if a.Scenario != Single && a.Scenario != Pair {
-		return Args{}, fmt.Errorf("unknown scenario %q, want %s or %s", a.Scenario, Single, Pair)
+	a.FreshNamespaces[0], a.FreshNamespaces[1], _ = strings.Cut(*freshNamespaces, ",")
+	switch a.Scenario {
+	case Single, Pair:
+	case Failover:
+		if a.Role != RoleLeader && a.Role != RoleStandby {
+			return Args{}, fmt.Errorf("unknown role %q, want %s or %s", a.Role, RoleLeader, RoleStandby)
+		}
+		if a.Election.Namespace == "" || a.Election.Name == "" {
+			return Args{}, errors.New("a failover child needs -lease-namespace and -lease")
+		}
+	case Fresh:
+		if a.FreshPods <= 0 || a.Resync <= 0 || a.FreshNamespaces[0] == "" || a.FreshNamespaces[1] == "" {
+			return Args{}, errors.New("a fresh child needs -fresh-pods, -resync and two -fresh-namespaces")
+		}
+	default:
+		return Args{}, fmt.Errorf("unknown scenario %q, want %s, %s, %s or %s", a.Scenario, Single, Pair, Failover, Fresh)
 	}
 	if a.Pods <= 0 {
 		return Args{}, errors.New("-pods must be positive")
@@ -120,8 +182,15 @@ func parse(args []string) (Args, error) {
 type Message struct {
 	Synced  *Sync  `json:"synced,omitempty"`
 	Churned *Churn `json:"churned,omitempty"`
-	Stopped *Stop  `json:"stopped,omitempty"`
-	Error   string `json:"error,omitempty"`
+	// StandingBy and TookOver are a Failover standby's.
+	StandingBy *Standby  `json:"standingBy,omitempty"`
+	TookOver   *Takeover `json:"tookOver,omitempty"`
+	// Backlog, FreshHandled and Resyncing are a Fresh child's.
+	Backlog      *Backlog    `json:"backlog,omitempty"`
+	FreshHandled *FreshPhase `json:"freshHandled,omitempty"`
+	Resyncing    *Backlog    `json:"resyncing,omitempty"`
+	Stopped      *Stop       `json:"stopped,omitempty"`
+	Error        string      `json:"error,omitempty"`
 }
 
 // Sync measures the initial sync, from just before the implementation's
@@ -198,6 +267,17 @@ func Main(args []string, stdin io.Reader, stdout io.Writer) int {
 	return 0
 }
 
+// env is what every scenario's child starts from.
+type env struct {
+	a    Args
+	impl impls.Impl
+	cfg  *rest.Config
+	reqs *requests
+	out  *json.Encoder
+	// stopCtx is done once the parent asks the child to stop.
+	stopCtx context.Context
+}
+
 func run(a Args, stdin io.Reader, out *json.Encoder) error {
 	impl, err := impls.Get(a.Impl)
 	if err != nil {
@@ -222,6 +302,65 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 		cancelStop()
 	}()
 
+	e := &env{a: a, impl: impl, cfg: cfg, reqs: reqs, out: out, stopCtx: stopCtx}
+	switch a.Scenario {
+	case Failover:
+		return e.failover()
+	case Fresh:
+		return e.fresh()
+	}
+	return e.throughput()
+}
+
+// started is an implementation's Run in progress.
+type started struct {
+	e      *env
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// start runs the implementation with handlers and opts in the background.
+func (e *env) start(handlers []impls.Handler, opts impls.Options) *started {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &started{e: e, cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- e.impl.Run(ctx, rest.CopyConfig(e.cfg), handlers, opts) }()
+	return s
+}
+
+// wait waits for done: see the package function wait.
+func (s *started) wait(timeout time.Duration, done <-chan struct{}, progress func() string) error {
+	return wait(s.e.stopCtx, s.done, timeout, done, progress)
+}
+
+// stop waits for the parent's stop request, stops the implementation and
+// reports Stopped; Run returning before the request is a failure.
+func (s *started) stop() error {
+	a := s.e.a
+	defer s.cancel()
+	select {
+	case <-s.e.stopCtx.Done():
+	case err := <-s.done:
+		return fmt.Errorf("%s returned before it was asked to stop: %w", a.Impl, errOrNil(err))
+	}
+	stopping := time.Now()
+	s.cancel()
+	select {
+	case err := <-s.done:
+		if err != nil {
+			return fmt.Errorf("%s failed while stopping: %w", a.Impl, err)
+		}
+	case <-time.After(a.StopTimeout):
+		return fmt.Errorf("%s did not return within %s of being asked to stop", a.Impl, a.StopTimeout)
+	}
+	if err := s.e.out.Encode(Message{Stopped: &Stop{Elapsed: time.Since(stopping)}}); err != nil {
+		return fmt.Errorf("could not report the stop: %w", err)
+	}
+	return nil
+}
+
+// throughput is the Single and Pair scenarios.
+func (e *env) throughput() error {
+	a, out, reqs := e.a, e.out, e.reqs
 	controllers, updates := 1, a.Updates
 	if a.Scenario == Pair {
 		controllers, updates = 2, 0
@@ -239,10 +378,6 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 			}
 		}
 	}
-	runCtx, cancelRun := context.WithCancel(context.Background())
-	defer cancelRun()
-	runDone := make(chan error, 1)
-
 	// The measured part starts here.
 	heap0 := proc.SettledHeap()
 	cpu0, err := proc.CPU()
@@ -255,10 +390,10 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 	}
 	gc0 := proc.ReadGC()
 	t0 := time.Now()
-	go func() { runDone <- impl.Run(runCtx, rest.CopyConfig(cfg), handlers) }()
-
+	running := e.start(handlers, impls.Options{})
+	defer running.cancel()
 	waitFor := func(done <-chan struct{}, progress func() string) error {
-		return wait(stopCtx, runDone, a.Timeout, done, progress)
+		return running.wait(a.Timeout, done, progress)
 	}
 	for _, tr := range trackers {
 		if err := waitFor(tr.AllSeen(), func() string { return fmt.Sprintf("%d/%d pods handled", tr.Seen(), a.Pods) }); err != nil {
@@ -348,26 +483,7 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 		return fmt.Errorf("could not report the sync: %w", err)
 	}
 
-	// Wait for the stop request; Run returning before it is a failure.
-	select {
-	case <-stopCtx.Done():
-	case err := <-runDone:
-		return fmt.Errorf("%s returned before it was asked to stop: %w", a.Impl, errOrNil(err))
-	}
-	stopping := time.Now()
-	cancelRun()
-	select {
-	case err := <-runDone:
-		if err != nil {
-			return fmt.Errorf("%s failed while stopping: %w", a.Impl, err)
-		}
-	case <-time.After(a.StopTimeout):
-		return fmt.Errorf("%s did not return within %s of being asked to stop", a.Impl, a.StopTimeout)
-	}
-	if err := out.Encode(Message{Stopped: &Stop{Elapsed: time.Since(stopping)}}); err != nil {
-		return fmt.Errorf("could not report the stop: %w", err)
-	}
-	return nil
+	return running.stop()
 }
 
 // errReturnedNil stands for a nil error from a Run that should not have

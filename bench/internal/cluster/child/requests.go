@@ -1,6 +1,7 @@
 package child
 
 import (
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,11 +15,11 @@ import (
 // served. It shows whether each implementation streams its initial list
 // (sendInitialEvents=true, no LIST) and speaks protobuf.
 type requests struct {
-	mu     sync.Mutex
-	counts map[string]int
+	mu sync.Mutex
+	n  map[string]int
 }
 
-func newRequests() *requests { return &requests{counts: map[string]int{}} }
+func newRequests() *requests { return &requests{n: map[string]int{}} }
 
 // wrap is a rest.Config WrapTransport.
 func (r *requests) wrap(next http.RoundTripper) http.RoundTripper {
@@ -29,8 +30,8 @@ func (r *requests) wrap(next http.RoundTripper) http.RoundTripper {
 func (r *requests) snapshot() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	lines := make([]string, 0, len(r.counts))
-	for k, n := range r.counts {
+	lines := make([]string, 0, len(r.n))
+	for k, n := range r.n {
 		lines = append(lines, strconv.Itoa(n)+"× "+k)
 	}
 	slices.Sort(lines)
@@ -50,7 +51,7 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	key := describe(req) + " -> " + served
 	t.r.mu.Lock()
-	t.r.counts[key]++
+	t.r.n[key]++
 	t.r.mu.Unlock()
 	return resp, err
 }
@@ -96,4 +97,26 @@ func mediaType(v string) string {
 		}
 	}
 	return strings.Join(kept, ";")
+}
+
+// counts returns a copy of the counts so far, for since.
+func (r *requests) counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.n)
+}
+
+// since returns "count× request" lines of the requests made after before
+// (a counts result), sorted.
+func (r *requests) since(before map[string]int) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var lines []string
+	for k, n := range r.n {
+		if d := n - before[k]; d > 0 {
+			lines = append(lines, strconv.Itoa(d)+"× "+k)
+		}
+	}
+	slices.Sort(lines)
+	return lines
 }

@@ -28,13 +28,16 @@ type Floor struct{}
 func (Floor) Name() string { return NameFloor }
 
 // Run implements Impl.
-func (Floor) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) error {
+func (Floor) Run(ctx context.Context, cfg *rest.Config, handlers []Handler, opts Options) error {
+	if opts.Election != nil {
+		return ErrNoElection
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("could not create the clientset: %w", err)
 	}
 	return runEach(ctx, handlers, func(ctx context.Context, _ int, handle Handler) error {
-		informer := coreinformers.NewPodInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})
+		informer := coreinformers.NewPodInformer(client, metav1.NamespaceAll, opts.Resync, cache.Indexers{})
 		return memimpls.RunFloor(ctx, informer, func(obj runtime.Object) { handle(obj.(*corev1.Pod)) })
 	})
 }

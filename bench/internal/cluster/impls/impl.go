@@ -11,8 +11,10 @@ package impls
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,8 +35,35 @@ type Impl interface {
 	// Run runs one controller per handler in this process, over every pod
 	// of the cluster cfg points at, until ctx is done. It returns once the
 	// library's Run (or Start) returned for every controller.
-	Run(ctx context.Context, cfg *rest.Config, handlers []Handler) error
+	Run(ctx context.Context, cfg *rest.Config, handlers []Handler, opts Options) error
 }
+
+// Options are what a scenario asks of an implementation besides its
+// handlers. The zero value is the throughput scenarios' setting: resync
+// off, no leader election.
+type Options struct {
+	// Resync is the resync period: every cached pod is handled again this
+	// often. 0 turns resyncs off.
+	Resync time.Duration
+	// Election, when set, runs the controllers as one replica of an
+	// operator: they handle only while this process holds the Lease.
+	Election *Election
+}
+
+// Election is the leader election one replica competes in, with the same
+// Lease timings for every implementation.
+type Election struct {
+	// Namespace and Name of the Lease.
+	Namespace, Name string
+	// LeaseDuration, RenewDeadline and RetryPeriod are the Lease timings
+	// (client-go's leader election: 15s, 10s and 2s are everyone's
+	// defaults).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// ErrNoElection is returned by the implementations that have no leader
+// election of their own.
+var ErrNoElection = errors.New("this implementation has no leader election")
 
 // Names of the implementations, in report order.
 const (
@@ -46,10 +75,20 @@ const (
 	NameKooperDuringSyncNoCopy = "kooper-during-sync-nocopy"
 	// NameKooperShared is two controllers on one shared informer; with one
 	// handler it is one controller on a shared informer.
-	NameKooperShared      = "kooper-shared"
+	NameKooperShared = "kooper-shared"
+	// NameKooperCold is Kooper under leader election with
+	// DisableWarmStandby: a standby starts its controllers only once it
+	// leads. Without an election it is NameKooper.
+	NameKooperCold        = "kooper-cold"
 	NameKooperV2          = "kooper-v2"
 	NameControllerRuntime = "controller-runtime"
-	NameFloor             = "floor"
+	// NameControllerRuntimeWarmup is controller-runtime with EnableWarmup:
+	// a standby starts its controllers' sources before it leads.
+	NameControllerRuntimeWarmup = "controller-runtime-warmup"
+	// NameControllerRuntimePQ is controller-runtime with its priority
+	// queue (UsePriorityQueue, its default since v0.23).
+	NameControllerRuntimePQ = "controller-runtime-pq"
+	NameFloor               = "floor"
 )
 
 // All returns every implementation, in report order.
@@ -61,8 +100,11 @@ func All() []Impl {
 		Kooper{DisableDeepCopy: true},
 		Kooper{HandleDuringSync: true, DisableDeepCopy: true},
 		Kooper{Shared: true},
+		Kooper{ColdStandby: true},
 		KooperV2{},
 		ControllerRuntime{},
+		ControllerRuntime{Warmup: true},
+		ControllerRuntime{PriorityQueue: true},
 		Floor{},
 	}
 }

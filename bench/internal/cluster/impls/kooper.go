@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 )
 
 // Kooper is this repository's controller. The zero value is its defaults
@@ -31,6 +32,10 @@ type Kooper struct {
 	// Shared gives every controller one controller.Shared retriever: one
 	// informer feeding one queue per controller.
 	Shared bool
+	// ColdStandby sets leaderelection.Config.DisableWarmStandby: under
+	// leader election a standby starts its controllers only once it leads
+	// (by default a standby fills its caches while it waits).
+	ColdStandby bool
 }
 
 // Name implements Impl.
@@ -46,12 +51,15 @@ func (k Kooper) Name() string {
 		return NameKooperMetadata
 	case k.Shared:
 		return NameKooperShared
+	case k.ColdStandby:
+		return NameKooperCold
 	}
 	return NameKooper
 }
 
-// Run implements Impl.
-func (k Kooper) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) error {
+// Run implements Impl. Under an election the controllers run in one
+// leaderelection.Runner, as the sample operators run theirs.
+func (k Kooper) Run(ctx context.Context, cfg *rest.Config, handlers []Handler, opts Options) error {
 	retriever, err := k.retriever(cfg)
 	if err != nil {
 		return err
@@ -63,7 +71,8 @@ func (k Kooper) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) e
 		}
 		retriever = s
 	}
-	return runEach(ctx, handlers, func(ctx context.Context, i int, handle Handler) error {
+	runnables := make([]leaderelection.Runnable, 0, len(handlers))
+	for i, handle := range handlers {
 		c, err := controller.New(controller.Config{
 			Name: fmt.Sprintf("bench-%d", i),
 			Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
@@ -71,15 +80,37 @@ func (k Kooper) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) e
 				return nil
 			}),
 			Retriever:        retriever,
-			DisableResync:    true,
+			ResyncInterval:   opts.Resync,
+			DisableResync:    opts.Resync == 0,
 			DisableDeepCopy:  k.DisableDeepCopy,
 			HandleDuringSync: k.HandleDuringSync,
 		})
 		if err != nil {
 			return fmt.Errorf("could not create the controller: %w", err)
 		}
-		return c.Run(ctx)
-	})
+		runnables = append(runnables, c)
+	}
+	le := leaderelection.Config{Disabled: true}
+	if e := opts.Election; e != nil {
+		client, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("could not create the clientset: %w", err)
+		}
+		le = leaderelection.Config{
+			Name:               e.Name,
+			Namespace:          e.Namespace,
+			Client:             client.CoordinationV1(),
+			LeaseDuration:      e.LeaseDuration,
+			RenewDeadline:      e.RenewDeadline,
+			RetryPeriod:        e.RetryPeriod,
+			DisableWarmStandby: k.ColdStandby,
+		}
+	}
+	runner, err := leaderelection.New(le, runnables...)
+	if err != nil {
+		return fmt.Errorf("could not create the runner: %w", err)
+	}
+	return runner.Run(ctx)
 }
 
 // retriever is what the docs show: NewRetriever over the typed pods

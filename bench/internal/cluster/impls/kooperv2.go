@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/spotahome/kooper/v2/controller"
+	"github.com/spotahome/kooper/v2/controller/leaderelection"
 	"github.com/spotahome/kooper/v2/log"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,19 +26,34 @@ import (
 // context.TODO and hides any watch-list marker, which is harmless against a
 // real API server (client-go still streams the initial list). Two
 // controllers are two independent controllers on one clientset.
+//
+// Under an election each controller gets a leaderelection.New runner on
+// the Lease with the given timings. That runner never releases its Lease:
+// it renews it with context.TODO, so a stopped replica's Lease lapses only
+// when its process exits and LeaseDuration passes.
 type KooperV2 struct{}
 
 // Name implements Impl.
 func (KooperV2) Name() string { return NameKooperV2 }
 
 // Run implements Impl.
-func (KooperV2) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) error {
+func (KooperV2) Run(ctx context.Context, cfg *rest.Config, handlers []Handler, opts Options) error {
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("could not create the clientset: %w", err)
 	}
 	pods := client.CoreV1().Pods(metav1.NamespaceAll)
 	return runEach(ctx, handlers, func(ctx context.Context, i int, handle Handler) error {
+		var elector leaderelection.Runner
+		if e := opts.Election; e != nil {
+			var err error
+			elector, err = leaderelection.New(e.Name, e.Namespace, &leaderelection.LockConfig{
+				LeaseDuration: e.LeaseDuration, RenewDeadline: e.RenewDeadline, RetryPeriod: e.RetryPeriod,
+			}, client, log.Dummy)
+			if err != nil {
+				return fmt.Errorf("could not create the leader elector: %w", err)
+			}
+		}
 		c, err := controller.New(&controller.Config{
 			Name: fmt.Sprintf("bench-%d", i),
 			Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
@@ -55,7 +71,9 @@ func (KooperV2) Run(ctx context.Context, cfg *rest.Config, handlers []Handler) e
 			Logger:            log.Dummy,
 			MetricsRecorder:   controller.DummyMetricsRecorder,
 			ConcurrentWorkers: Workers,
-			DisableResync:     true,
+			ResyncInterval:    opts.Resync,
+			DisableResync:     opts.Resync == 0,
+			LeaderElector:     elector,
 		})
 		if err != nil {
 			return fmt.Errorf("could not create the controller: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -140,4 +141,62 @@ func Churn(ctx context.Context, client kubernetes.Interface, ns string, u, write
 	}
 	err := g.Wait()
 	return time.Since(began), err
+}
+
+// Create creates n new pods Pod(ns, i) in ns, one every interval (each in
+// its own request, so a slow one delays no other), carrying token and the
+// time just before its create request in TokenAnnotation and
+// SentAnnotation. It returns once all were created.
+func Create(ctx context.Context, client kubernetes.Interface, ns string, n int, every time.Duration, token string) error {
+	g, gctx := errgroup.WithContext(ctx)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for i := range n {
+		if i > 0 {
+			select {
+			case <-tick.C:
+			case <-gctx.Done():
+				return g.Wait()
+			}
+		}
+		g.Go(func() error {
+			pod := Pod(ns, i)
+			pod.Annotations[TokenAnnotation] = token
+			pod.Annotations[SentAnnotation] = SentTime(time.Now())
+			if _, err := client.CoreV1().Pods(ns).Create(gctx, pod, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+				return fmt.Errorf("could not create pod %s/%s: %w", ns, Name(i), err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// Clear deletes every pod of ns and waits until none is left. Pods bound
+// to no node go at once.
+func Clear(ctx context.Context, client kubernetes.Interface, ns string) error {
+	if err := client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("could not delete the pods of %s: %w", ns, err)
+	}
+	for {
+		n, err := Count(ctx, client, ns)
+		if err != nil || n == 0 {
+			return err
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// EnsureNamespace creates namespace ns unless it exists.
+func EnsureNamespace(ctx context.Context, client kubernetes.Interface, ns string) error {
+	_, err := client.CoreV1().Namespaces().Create(ctx,
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("could not create namespace %s: %w", ns, err)
+	}
+	return nil
 }

@@ -58,9 +58,18 @@ func Print(w io.Writer, res runner.Results) {
 		}
 	}
 
-	fmt.Fprintf(w, "\nTargets (informational: missing one never changes the exit code):\n\n")
-	for _, t := range Targets() {
-		fmt.Fprintln(w, t.Line(res))
+	if len(res.FailoverImpls) > 0 {
+		printFailover(w, res)
+	}
+	if len(res.FreshImpls) > 0 {
+		printFresh(w, res)
+	}
+
+	if len(res.SingleImpls)+len(res.PairImpls) > 0 {
+		fmt.Fprintf(w, "\nTargets of scenarios 1-3 (informational: missing one never changes the exit code):\n\n")
+		for _, t := range Targets() {
+			fmt.Fprintln(w, t.Line(res))
+		}
 	}
 
 	fmt.Fprintf(w, "\nRequests each implementation made until every pod was handled (its first completed run):\n\n")
@@ -123,7 +132,7 @@ func ratioTable(w io.Writer, res runner.Results, names []string, base string, co
 		row := []string{impl}
 		for _, m := range columns {
 			if r, ok := Ratio(res, impl, base, m); ok {
-				row = append(row, fmt.Sprintf("%.2fx", r))
+				row = append(row, formatRatio(r))
 			} else {
 				row = append(row, "-")
 			}
@@ -168,4 +177,13 @@ func markdown(w io.Writer, rows [][]string) {
 	for _, row := range rows[1:] {
 		line(row)
 	}
+}
+
+// formatRatio prints a ratio with two decimals, or with three significant
+// digits below 0.1.
+func formatRatio(r float64) string {
+	if r < 0.1 {
+		return fmt.Sprintf("%.3gx", r)
+	}
+	return fmt.Sprintf("%.2fx", r)
 }

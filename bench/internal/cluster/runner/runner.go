@@ -39,6 +39,17 @@ var PairImpls = []string{
 	impls.NameKooper, impls.NameKooperShared, impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
 }
 
+// FailoverImpls run scenario 4 (failover), in report order. "kooper" is
+// Kooper's default there: a warm standby.
+var FailoverImpls = []string{
+	impls.NameKooperCold, impls.NameKooper, impls.NameKooperV2, impls.NameControllerRuntime, impls.NameControllerRuntimeWarmup,
+}
+
+// FreshImpls run scenario 5 (fresh changes first), in report order.
+var FreshImpls = []string{
+	impls.NameKooper, impls.NameControllerRuntimePQ, impls.NameControllerRuntime, impls.NameKooperV2,
+}
+
 // Scenarios selects what runs.
 type Scenarios struct {
 	// Sync is scenario 1, the initial sync of the seeded pods.
@@ -47,10 +58,16 @@ type Scenarios struct {
 	Churn bool `json:"churn"`
 	// Pair is scenario 3, two controllers on pods in one process.
 	Pair bool `json:"pair"`
+	// Failover is scenario 4: two replicas under leader election, the
+	// leader stopped cleanly and, in another run, killed.
+	Failover bool `json:"failover"`
+	// Fresh is scenario 5: pods created while a slow handler works through
+	// the initial backlog and through a resync.
+	Fresh bool `json:"fresh"`
 }
 
-// ParseScenarios parses a comma-separated list of sync, churn and pair (or
-// 1, 2 and 3).
+// ParseScenarios parses a comma-separated list of sync, churn, pair,
+// failover and fresh (or 1 to 5).
 func ParseScenarios(list string) (Scenarios, error) {
 	var s Scenarios
 	for name := range strings.SplitSeq(list, ",") {
@@ -61,8 +78,12 @@ func ParseScenarios(list string) (Scenarios, error) {
 			s.Churn = true
 		case "pair", "3":
 			s.Pair = true
+		case "failover", "4":
+			s.Failover = true
+		case "fresh", "5":
+			s.Fresh = true
 		default:
-			return Scenarios{}, fmt.Errorf("unknown scenario %q, want sync, churn or pair (1, 2, 3)", name)
+			return Scenarios{}, fmt.Errorf("unknown scenario %q, want sync, churn, pair, failover or fresh (1 to 5)", name)
 		}
 	}
 	return s, nil
@@ -80,7 +101,7 @@ type Options struct {
 	Rounds int
 	// Impls names the implementations to run; empty means all that exist.
 	Impls []string
-	// Scenarios selects what runs. The zero value runs all three.
+	// Scenarios selects what runs. The zero value runs all five.
 	Scenarios Scenarios
 	// Warmup is how many uncounted sync-only runs of the first
 	// implementation precede round 1, so that no implementation meets an API
@@ -101,6 +122,23 @@ type Options struct {
 	// HandlerDelay is slept in every handling of every implementation: a
 	// handler waiting on I/O. Default 0, the no-op handler.
 	HandlerDelay time.Duration
+	// Lease has the Lease timings of the failover scenario (its namespace
+	// and name are set per run). Default 15s, 10s, 2s.
+	Lease impls.Election
+	// StandbySettle is how long a standby stands by before the leader is
+	// stopped: long enough to fill a warm cache. Default 10s.
+	StandbySettle time.Duration
+	// FreshPods is how many pods the fresh scenario creates during the
+	// initial backlog, and again during a resync. Default 100.
+	FreshPods int
+	// FreshEvery is the interval between those creations. Default 10ms.
+	FreshEvery time.Duration
+	// FreshHandle is slept in every handling in the fresh scenario.
+	// Default 1ms.
+	FreshHandle time.Duration
+	// FreshResync is the resync period in the fresh scenario: it must
+	// come after the initial backlog was handled. Default 30s.
+	FreshResync time.Duration
 	// Exe is the binary children run, with a child command line (its main
 	// must hand that to child.Main). Default: this process's executable.
 	Exe string
@@ -116,17 +154,44 @@ func (o *Options) defaults() error {
 	if o.Updates < 0 {
 		o.Updates = 0
 	}
+	if o.Scenarios == (Scenarios{}) {
+		o.Scenarios = Scenarios{Sync: true, Churn: true, Pair: true, Failover: true, Fresh: true}
+	}
 	if o.Updates == 0 && o.Scenarios.Churn {
 		o.Updates = 5000
-	}
-	if o.Updates > o.Pods {
-		return fmt.Errorf("%d updates to distinct pods need at least as many pods, not %d", o.Updates, o.Pods)
 	}
 	if o.Rounds <= 0 {
 		o.Rounds = 4
 	}
-	if o.Scenarios == (Scenarios{}) {
-		o.Scenarios = Scenarios{Sync: true, Churn: true, Pair: true}
+	if !o.Scenarios.Churn {
+		o.Updates = 0
+	}
+	if o.Updates > o.Pods {
+		return fmt.Errorf("%d updates to distinct pods need at least as many pods, not %d", o.Updates, o.Pods)
+	}
+	if o.Lease.LeaseDuration <= 0 {
+		o.Lease.LeaseDuration = 15 * time.Second
+	}
+	if o.Lease.RenewDeadline <= 0 {
+		o.Lease.RenewDeadline = 10 * time.Second
+	}
+	if o.Lease.RetryPeriod <= 0 {
+		o.Lease.RetryPeriod = 2 * time.Second
+	}
+	if o.StandbySettle <= 0 {
+		o.StandbySettle = 10 * time.Second
+	}
+	if o.FreshPods <= 0 {
+		o.FreshPods = 100
+	}
+	if o.FreshEvery <= 0 {
+		o.FreshEvery = 10 * time.Millisecond
+	}
+	if o.FreshHandle <= 0 {
+		o.FreshHandle = time.Millisecond
+	}
+	if o.FreshResync <= 0 {
+		o.FreshResync = 30 * time.Second
 	}
 	if !o.Scenarios.Churn {
 		o.Updates = 0
@@ -174,9 +239,21 @@ type Results struct {
 	HandlerDelay time.Duration `json:"handlerDelay"`
 	Rounds       int           `json:"rounds"`
 	Scenarios    Scenarios     `json:"scenarios"`
-	// SingleImpls and PairImpls ran scenarios 1-2 and 3, in report order.
-	SingleImpls []string `json:"singleImpls"`
-	PairImpls   []string `json:"pairImpls"`
+	// SingleImpls, PairImpls, FailoverImpls and FreshImpls ran scenarios
+	// 1-2, 3, 4 and 5, in report order.
+	SingleImpls   []string `json:"singleImpls"`
+	PairImpls     []string `json:"pairImpls"`
+	FailoverImpls []string `json:"failoverImpls,omitempty"`
+	FreshImpls    []string `json:"freshImpls,omitempty"`
+	// Lease and StandbySettle are scenario 4's settings (Options).
+	Lease         impls.Election `json:"lease"`
+	StandbySettle time.Duration  `json:"standbySettle"`
+	// FreshPods, FreshEvery, FreshHandle and FreshResync are scenario 5's
+	// settings (Options).
+	FreshPods   int           `json:"freshPods"`
+	FreshEvery  time.Duration `json:"freshEvery"`
+	FreshHandle time.Duration `json:"freshHandle"`
+	FreshResync time.Duration `json:"freshResync"`
 	// PodSize is a seeded pod's average size on the wire.
 	PodSize pods.Sizes `json:"podSize"`
 	// PodsAtEnd counts the namespace's pods after the last run: nothing
@@ -204,16 +281,25 @@ func (r Results) Failed() []Record {
 
 // Record is one child process: one implementation, one scenario, one round.
 type Record struct {
-	Impl     string `json:"impl"`
-	Scenario string `json:"scenario"` // child.Single or child.Pair
-	Round    int    `json:"round"`    // from 1; 0 for a warm-up
-	// Sync, Churn and Stop are what the child reported.
+	Impl string `json:"impl"`
+	// Scenario is child.Single, child.Pair, FailoverStop, FailoverKill or
+	// child.Fresh.
+	Scenario string `json:"scenario"`
+	Round    int    `json:"round"` // from 1; 0 for a warm-up
+	// Sync, Churn and Stop are what the child reported (in a failover, the
+	// standby's Stop).
 	Sync  *child.Sync  `json:"sync,omitempty"`
 	Churn *child.Churn `json:"churn,omitempty"`
 	Stop  *child.Stop  `json:"stop,omitempty"`
+	// Failover is a failover run's measurements.
+	Failover *Failover `json:"failover,omitempty"`
+	// Fresh are a fresh run's two phases: created during the initial
+	// backlog, then during a resync.
+	Fresh []child.FreshPhase `json:"fresh,omitempty"`
 	// ChurnSend is how long the parent took to send the updates.
 	ChurnSend time.Duration `json:"churnSend,omitempty"`
-	// TotalCPU is the child's user+system CPU over its whole life.
+	// TotalCPU is the child's user+system CPU over its whole life (in a
+	// failover, the standby's).
 	TotalCPU time.Duration `json:"totalCPU"`
 	// Err says why the run failed; empty for a run that completed.
 	Err string `json:"err,omitempty"`
@@ -229,6 +315,8 @@ func Run(ctx context.Context, o Options) (Results, error) {
 	res := Results{
 		Pods: o.Pods, Updates: o.Updates, ChurnWriters: o.ChurnWriters, HandlerDelay: o.HandlerDelay, Rounds: o.Rounds, Scenarios: o.Scenarios,
 		GOMAXPROCS: runtime.GOMAXPROCS(0), GoVersion: runtime.Version(),
+		Lease: o.Lease, StandbySettle: o.StandbySettle,
+		FreshPods: o.FreshPods, FreshEvery: o.FreshEvery, FreshHandle: o.FreshHandle, FreshResync: o.FreshResync,
 	}
 	if o.Scenarios.Sync || o.Scenarios.Churn {
 		res.SingleImpls = selectImpls(SingleImpls, o.Impls)
@@ -236,7 +324,14 @@ func Run(ctx context.Context, o Options) (Results, error) {
 	if o.Scenarios.Pair {
 		res.PairImpls = selectImpls(PairImpls, o.Impls)
 	}
-	if len(res.SingleImpls)+len(res.PairImpls) == 0 {
+	if o.Scenarios.Failover {
+		res.FailoverImpls = selectImpls(FailoverImpls, o.Impls)
+	}
+	if o.Scenarios.Fresh {
+		res.FreshImpls = selectImpls(FreshImpls, o.Impls)
+	}
+	all := slices.Concat(res.SingleImpls, res.PairImpls, res.FailoverImpls, res.FreshImpls)
+	if len(all) == 0 {
 		return Results{}, errors.New("no implementation runs the selected scenarios")
 	}
 
@@ -266,8 +361,16 @@ func Run(ctx context.Context, o Options) (Results, error) {
 	fmt.Fprintf(o.Progress, "seeded %d pods in %s: %.0f bytes as JSON, %.0f as protobuf on average\n",
 		o.Pods, res.Seeding.Round(time.Millisecond), res.PodSize.JSON, res.PodSize.Protobuf)
 
+	if len(res.FreshImpls) > 0 {
+		for _, ns := range FreshNamespaces {
+			if err := pods.EnsureNamespace(ctx, client, ns); err != nil {
+				return Results{}, err
+			}
+		}
+	}
+
 	r := &runner{o: o, client: client, kubeconfig: cluster.KubeconfigPath()}
-	first := append(slices.Clone(res.SingleImpls), res.PairImpls...)[0]
+	first := all[0]
 	for range max(o.Warmup, 0) {
 		run := r.run(ctx, first, child.Single, 0, 0)
 		fmt.Fprintln(o.Progress, describe(run, o.Rounds))
@@ -280,7 +383,10 @@ func Run(ctx context.Context, o Options) (Results, error) {
 		for _, s := range []struct {
 			scenario string
 			impls    []string
-		}{{child.Single, res.SingleImpls}, {child.Pair, res.PairImpls}} {
+		}{
+			{child.Single, res.SingleImpls}, {child.Pair, res.PairImpls},
+			{FailoverStop, res.FailoverImpls}, {FailoverKill, res.FailoverImpls}, {child.Fresh, res.FreshImpls},
+		} {
 			order := slices.Clone(s.impls)
 			if round%2 == 1 {
 				slices.Reverse(order)
@@ -289,7 +395,15 @@ func Run(ctx context.Context, o Options) (Results, error) {
 				if ctx.Err() != nil {
 					return res, fmt.Errorf("interrupted: %w", context.Cause(ctx))
 				}
-				run := r.run(ctx, impl, s.scenario, round+1, o.Updates)
+				var run Record
+				switch s.scenario {
+				case FailoverStop, FailoverKill:
+					run = r.failover(ctx, impl, s.scenario, round+1)
+				case child.Fresh:
+					run = r.fresh(ctx, impl, round+1)
+				default:
+					run = r.run(ctx, impl, s.scenario, round+1, o.Updates)
+				}
 				fmt.Fprintln(o.Progress, describe(run, o.Rounds))
 				res.Runs = append(res.Runs, run)
 			}
@@ -328,9 +442,9 @@ type runner struct {
 func describe(run Record, rounds int) string {
 	var b strings.Builder
 	if run.Round == 0 {
-		fmt.Fprintf(&b, "warm-up   %-6s %-20s", run.Scenario, run.Impl)
+		fmt.Fprintf(&b, "warm-up   %-13s %-25s", run.Scenario, run.Impl)
 	} else {
-		fmt.Fprintf(&b, "round %d/%d %-6s %-20s", run.Round, rounds, run.Scenario, run.Impl)
+		fmt.Fprintf(&b, "round %d/%d %-13s %-25s", run.Round, rounds, run.Scenario, run.Impl)
 	}
 	if s := run.Sync; s != nil {
 		fmt.Fprintf(&b, " sync %7.3fs cpu %6.2fs heap %6.0f B/pod rss %4.0f MB peak %4.0f MB",
@@ -339,6 +453,17 @@ func describe(run Record, rounds int) string {
 	if c := run.Churn; c != nil {
 		fmt.Fprintf(&b, " | churn p50 %5.1fms p99 %6.1fms cpu %5.2fs (sent in %.2fs)",
 			ms(c.P50), ms(c.P99), c.CPU.Seconds(), run.ChurnSend.Seconds())
+	}
+	if f := run.Failover; f != nil {
+		if f.Standby != nil {
+			fmt.Fprintf(&b, " standby heap %4.0f MB rss %4.0f MB", float64(f.Standby.Heap)/(1<<20), mb(f.Standby.RSS))
+		}
+		if f.Takeover != nil {
+			fmt.Fprintf(&b, " | first handled %6.2fs all %6.2fs after the %s", f.FirstHandled.Seconds(), f.AllHandled.Seconds(), f.Mode)
+		}
+	}
+	for _, p := range run.Fresh {
+		fmt.Fprintf(&b, " | %s: p50 %7.1fms p99 %7.1fms (%d behind)", p.Phase, ms(p.P50), ms(p.P99), p.Behind)
 	}
 	if s := run.Stop; s != nil {
 		fmt.Fprintf(&b, " | stop %.2fs", s.Elapsed.Seconds())

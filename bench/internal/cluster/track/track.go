@@ -26,6 +26,7 @@ type Tracker struct {
 	allSeen   chan struct{}
 	allSeenAt atomic.Int64 // Unix nanoseconds
 	firstAt   atomic.Int64 // Unix nanoseconds of the first seeded pod's handling
+	firstSeen chan struct{}
 
 	churned      []atomic.Bool // pod i was handled carrying token
 	latency      []int64       // of pod i's churn update, in nanoseconds
@@ -34,18 +35,21 @@ type Tracker struct {
 }
 
 // New returns a Tracker for n seeded pods of which the first u are churned
-// with token.
+// with token. With n = 0 it tracks only the first handling with token of
+// pods 0 to u-1 (pods.Name): pods created during a run.
 func New(n, u int, token string) *Tracker {
 	t := &Tracker{
 		token:      token,
 		seen:       make([]atomic.Bool, n),
 		allSeen:    make(chan struct{}),
+		firstSeen:  make(chan struct{}),
 		churned:    make([]atomic.Bool, u),
 		latency:    make([]int64, u),
 		allChurned: make(chan struct{}),
 	}
 	if n == 0 {
 		close(t.allSeen)
+		close(t.firstSeen)
 	}
 	if u == 0 {
 		close(t.allChurned)
@@ -59,12 +63,12 @@ func New(n, u int, token string) *Tracker {
 func (t *Tracker) Handle(obj metav1.Object) {
 	t.calls.Add(1)
 	i, ok := pods.Index(obj.GetName())
-	if !ok || i >= len(t.seen) {
+	if !ok {
 		return
 	}
-	if t.seen[i].CompareAndSwap(false, true) {
-		if t.firstAt.Load() == 0 {
-			t.firstAt.CompareAndSwap(0, time.Now().UnixNano())
+	if i < len(t.seen) && t.seen[i].CompareAndSwap(false, true) {
+		if t.firstAt.Load() == 0 && t.firstAt.CompareAndSwap(0, time.Now().UnixNano()) {
+			close(t.firstSeen)
 		}
 		if t.seenCount.Add(1) == int64(len(t.seen)) {
 			t.allSeenAt.Store(time.Now().UnixNano())
@@ -90,6 +94,9 @@ func (t *Tracker) Handle(obj metav1.Object) {
 
 // AllSeen is closed once every seeded pod was handled.
 func (t *Tracker) AllSeen() <-chan struct{} { return t.allSeen }
+
+// FirstSeen is closed once the first seeded pod was handled.
+func (t *Tracker) FirstSeen() <-chan struct{} { return t.firstSeen }
 
 // AllSeenAt is when the last seeded pod was first handled (zero before).
 func (t *Tracker) AllSeenAt() time.Time {

@@ -1,0 +1,134 @@
+package integration_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
+)
+
+// leadRecorder is a Runnable that records when its replica led.
+type leadRecorder struct {
+	id  string
+	rec *handlings
+}
+
+func (l leadRecorder) Run(ctx context.Context) error {
+	began := time.Now()
+	<-ctx.Done()
+	l.rec.record(l.id, began, time.Now())
+	return nil
+}
+
+// With a 20-second retry period, a standby that only polled could take a
+// released Lease over no sooner than its next retry, 20 to 44 seconds
+// after its last one. Two standbys watch the Lease: when the leader stops
+// cleanly and releases it, one of them leads well before that, the other
+// keeps standing by, and the three never lead at once.
+func TestAStandbyTakesAReleasedLeaseBeforeItsNextRetry(t *testing.T) {
+	_, ns := setup(t)
+	const retry = 20 * time.Second
+	rec := &handlings{}
+	start := func(id string) (*leaderelection.Runner, func() error) {
+		cfg := rest.CopyConfig(cluster.Config())
+		r, err := leaderelection.New(leaderelection.Config{
+			Name: "handover", Namespace: ns, Client: kubernetes.NewForConfigOrDie(cfg).CoordinationV1(), Identity: id,
+			LeaseDuration: 60 * time.Second, RenewDeadline: 30 * time.Second, RetryPeriod: retry,
+		}, leadRecorder{id: id, rec: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, _ := runInBackground(t, r.Run)
+		return r, stop
+	}
+
+	a, stopA := start("a")
+	eventually(t, 10*time.Second, "a leads", a.Leading)
+	b, stopB := start("b")
+	c, stopC := start("c")
+	// Their first attempt is at once, and fails: a holds the Lease.
+	time.Sleep(2 * time.Second)
+	if b.Leading() || c.Leading() {
+		t.Fatal("a standby leads while a holds the Lease")
+	}
+
+	if err := stopA(); err != nil {
+		t.Fatalf("a: %v", err)
+	}
+	stopped := time.Now()
+	eventually(t, retry-5*time.Second, "b or c leads before its next retry", func() bool { return b.Leading() || c.Leading() })
+	t.Logf("a standby led %s after a stopped", time.Since(stopped).Round(time.Millisecond))
+	time.Sleep(time.Second)
+	if b.Leading() && c.Leading() {
+		t.Fatal("b and c both lead")
+	}
+	for _, stop := range []func() error{stopB, stopC} {
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The three leaderships, in order, never overlap.
+	leads := rec.since(time.Time{})
+	if len(leads) != 2 || leads[0].identity != "a" {
+		t.Fatalf("got leaderships %v, want a's then one of b or c", identities(leads))
+	}
+	if !leads[1].start.After(leads[0].end) {
+		t.Errorf("%s started leading at %s, before a stopped at %s", leads[1].identity,
+			leads[1].start.Format(time.StampMicro), leads[0].end.Format(time.StampMicro))
+	}
+}
+
+// A leader that stops renewing without releasing (a SIGKILL, a partition:
+// here DisableReleaseOnCancel and a cancelled Run) leaves the Lease to run
+// out. With a 9-second retry period a polling standby would take it over
+// up to 19.8 seconds after it expired; the watching standby takes it at
+// its expiry: LeaseDuration after it saw the last renewal, never before.
+func TestAStandbyTakesAnExpiredLeaseAtItsExpiry(t *testing.T) {
+	_, ns := setup(t)
+	const lease = 12 * time.Second
+	rec := &handlings{}
+	start := func(id string) (*leaderelection.Runner, func() error) {
+		cfg := rest.CopyConfig(cluster.Config())
+		r, err := leaderelection.New(leaderelection.Config{
+			Name: "expiry", Namespace: ns, Client: kubernetes.NewForConfigOrDie(cfg).CoordinationV1(), Identity: id,
+			LeaseDuration: lease, RenewDeadline: 11 * time.Second, RetryPeriod: 9 * time.Second,
+			DisableReleaseOnCancel: true,
+		}, leadRecorder{id: id, rec: rec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stop, _ := runInBackground(t, r.Run)
+		return r, stop
+	}
+	a, stopA := start("a")
+	eventually(t, 10*time.Second, "a leads", a.Leading)
+	b, stopB := start("b")
+	time.Sleep(time.Second) // b's first attempt, at once, fails
+	if b.Leading() {
+		t.Fatal("b leads while a holds the Lease")
+	}
+	if err := stopA(); err != nil { // no release: the Lease stays a's
+		t.Fatalf("a: %v", err)
+	}
+	stopped := time.Now()
+	eventually(t, lease+4*time.Second, "b leads once a's Lease expired", b.Leading)
+	took := time.Since(stopped)
+	t.Logf("b led %s after a stopped renewing (Lease %s, renewed every 9s at most)", took.Round(time.Millisecond), lease)
+	if err := stopB(); err != nil {
+		t.Fatal(err)
+	}
+	leads := rec.since(time.Time{})
+	if len(leads) != 2 || leads[0].identity != "a" || leads[1].identity != "b" {
+		t.Fatalf("got leaderships %v, want a's then b's", identities(leads))
+	}
+	// a's last renewal was at most a retry period before it stopped, and
+	// b may not take over before LeaseDuration after it.
+	if earliest := leads[0].end.Add(lease - 9*time.Second); leads[1].start.Before(earliest) {
+		t.Errorf("b led at %s, before a's Lease could have expired (%s)", leads[1].start.Format(time.StampMilli), earliest.Format(time.StampMilli))
+	}
+}
