@@ -49,11 +49,15 @@ INTEGRATION_PATTERN := /integration$$|/kooper/devcluster$$|/hack/run$$
 # grafana/ is its own module (the PromQL parser and the image packages stay
 # out of the library's go.mod).
 GRAFANA := cd grafana &&
+# hack/crdcheck is its own module too (the API server's CRD validation, CEL
+# included, stays out of the library's go.mod).
+CRDCHECK := cd hack/crdcheck &&
 
 .PHONY: test-unit
 test-unit: ## Unit tests and examples with the race detector (fast, no cluster).
 	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
+	$(CRDCHECK) $(GO) test -count=1 ./...
 
 .PHONY: test-integration
 test-integration: build ## Integration tests against a local control plane (built first if missing), and the library's against the previous minor's API server.
@@ -84,25 +88,30 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pi
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	$(GRAFANA) $(GO) vet ./...
+	$(CRDCHECK) $(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	$(GRAFANA) $(GO) mod tidy -diff
+	$(CRDCHECK) $(GO) mod tidy -diff
 	$(GOLANGCI_LINT) run ./...
 	cd bench && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(GRAFANA) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
+	$(CRDCHECK) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 
 $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) from the Go module proxy into $(dir $@) (first time: about 3 minutes)"
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: generate
-generate: ## Generate deepcopy, clients, listers, informers (code-generator), CRD YAML (controller-gen), the Grafana dashboards and docs/metrics.md.
+generate: ## Generate deepcopy, OpenAPI, apply configurations, clients, listers, informers (code-generator), CRD YAML (controller-gen, then checked as the API server checks it), the Grafana dashboards and docs/metrics.md.
 	CACHE_DIR="$(CACHE_DIR)" hack/codegen/generate.sh
+	$(CRDCHECK) $(GO) run .
 	$(GRAFANA) $(GO) run ./cmd/dashboards
 
 .PHONY: verify-generate
-verify-generate: ## Fail if generated code, CRDs, dashboards, docs/metrics.md or a tutorial's code block is stale.
+verify-generate: ## Fail if generated code, CRDs, dashboards, docs/metrics.md or a tutorial's code block is stale, or a CRD would be refused by the API server (CEL cost included).
 	CACHE_DIR="$(CACHE_DIR)" hack/codegen/verify.sh
+	$(CRDCHECK) $(GO) run .
 	$(GRAFANA) $(GO) run ./cmd/dashboards -check
 	$(GO) run ./hack/docs -check
 
@@ -135,6 +144,7 @@ build: ## Build static, trimmed binaries stamped with VERSION into bin/ (hack/bu
 .PHONY: manifests
 manifests: ## Regenerate the CRD YAML and its kustomizations in manifests/crds/ (the controller-gen part of make generate).
 	CACHE_DIR="$(CACHE_DIR)" hack/codegen/generate.sh --crds
+	$(CRDCHECK) $(GO) run .
 
 .PHONY: docker-build
 docker-build: check-operator ## Build an image per OPERATOR (default both) tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION.
@@ -160,7 +170,7 @@ check-operator:
 	@if [ -z "$(strip $(OPERATOR))" ]; then echo "OPERATOR is empty: want one or more of $(OPERATORS)" >&2; exit 1; fi
 
 .PHONY: controlplane
-controlplane: ## Build the local control plane into the user cache, linked from bin/ (WITH_KWOK=1 adds kwok, WITH_SKEW=1 the previous minor's kube-apiserver; first time 9+ min).
+controlplane: ## Build the local control plane into the user cache, linked from bin/ (WITH_KWOK=1 adds kwok, WITH_SKEW=1 the previous minor's kube-apiserver; first time 6.5-11 min on 2 cores, see hack/controlplane/README.md#first-build).
 	GO="$(GO)" WITH_KWOK="$(WITH_KWOK)" WITH_SKEW="$(WITH_SKEW)" hack/controlplane/build.sh
 
 # bump-kubernetes reads VERSION only from the command line: its default is

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Generates everything derived from the hand-written types in apis/:
-#   - deep-copy functions (zz_generated.deepcopy.go), the typed clientset
-#     (+fake), listers and informers in apis/client/, with k8s.io/code-generator;
+#   - with k8s.io/code-generator: deep-copy functions (zz_generated.deepcopy.go),
+#     OpenAPI model names (zz_generated.model_name.go) and, in apis/client/,
+#     the OpenAPI definitions, the apply configurations, the typed clientset
+#     (+fake), listers and informers;
 #   - the CRD YAML in manifests/crds/<group>/, with controller-gen
 #     (controller-tools), and a kustomization.yaml per API group plus one for
 #     all of them in manifests/crds/.
@@ -41,6 +43,8 @@ if [[ ! -x "${CONTROLLER_GEN}" ]]; then
 fi
 
 cd "${ROOT}"
+TMP="$(mktemp -d)"
+trap 'rm -rf "${TMP}"' EXIT
 
 if [[ "${CRDS_ONLY}" == false ]]; then
 	# code-generator: kube_codegen.sh is sourced from the module cache and
@@ -59,13 +63,57 @@ if [[ "${CRDS_ONLY}" == false ]]; then
 
 	# kube_codegen.sh greps these for old files to remove; create them so a first
 	# run does not print "No such file or directory".
-	mkdir -p apis/client/clientset apis/client/listers apis/client/informers
+	mkdir -p apis/client/applyconfiguration apis/client/clientset apis/client/listers apis/client/informers
 	kube::codegen::gen_helpers \
 		--boilerplate "${BOILERPLATE}" \
 		"${ROOT}/apis"
 
+	# Apply configurations give the clientset Apply and ApplyStatus, and the
+	# fake NewClientset, which tracks managed fields. They need the types'
+	# OpenAPI schema, or the fake refuses every write of a custom resource
+	# ("no type found matching"): openapi-gen writes it into
+	# apis/client/openapi, with OpenAPIModelName methods returning the name
+	# applyconfiguration-gen looks a type up by (+k8s:openapi-model-package in
+	# doc.go), and models-schema prints it as OpenAPI v2. A file rather than
+	# <(...), so that a failing models-schema stops the script.
+	#
+	# openapi-gen also checks the Kubernetes API rules (a +listType on every
+	# list, JSON names matching the Go names, ...). A violation in apis/ stops
+	# the script; apimachinery's own types have some, not ours to fix.
+	#
+	# The model package must be the Go package path in OpenAPI's form
+	# (com.github.kooperkit.kooper.apis.chaos.v1alpha1): applyconfiguration-gen
+	# turns a type it cannot find into an untyped one without a word, so a
+	# renamed module must fail here instead.
+	for doc in $(grep -l '^// +k8s:openapi-gen=true$' apis/*/*/doc.go); do
+		pkg="${MODULE}/$(dirname "${doc}")"
+		host="${pkg%%/*}"
+		want="$(tr . '\n' <<<"${host}" | tac | paste -sd .).$(tr / . <<<"${pkg#*/}")"
+		if ! grep -qxF "// +k8s:openapi-model-package=${want}" "${doc}"; then
+			echo "${doc}: want the marker // +k8s:openapi-model-package=${want}" >&2
+			exit 1
+		fi
+	done
+	kube::codegen::gen_openapi \
+		--output-dir "${ROOT}/apis/client/openapi" \
+		--output-pkg "${MODULE}/apis/client/openapi" \
+		--output-model-name-file zz_generated.model_name.go \
+		--report-filename "${TMP}/api-rule-violations.list" \
+		--update-report \
+		--boilerplate "${BOILERPLATE}" \
+		"${ROOT}/apis"
+	violations="$(grep -F ",${MODULE}/apis/" "${TMP}/api-rule-violations.list" || true)"
+	if [[ -n "${violations}" ]]; then
+		echo "the types in apis/ break these Kubernetes API rules (rule,package,type,field):" >&2
+		echo "${violations}" >&2
+		exit 1
+	fi
+	go run ./hack/codegen/models-schema >"${TMP}/models-schema.json"
+
 	kube::codegen::gen_client \
 		--with-watch \
+		--with-applyconfig \
+		--applyconfig-openapi-schema "${TMP}/models-schema.json" \
 		--output-dir "${ROOT}/apis/client" \
 		--output-pkg "${MODULE}/apis/client" \
 		--boilerplate "${BOILERPLATE}" \
@@ -80,8 +128,8 @@ fi
 # Everything is regenerated from scratch, so a deleted type or group leaves
 # nothing behind (README.md stays).
 echo "Generating CRDs into manifests/crds"
-CRD_TMP="$(mktemp -d)"
-trap 'rm -rf "${CRD_TMP}"' EXIT
+CRD_TMP="${TMP}/crds"
+mkdir "${CRD_TMP}"
 "${CONTROLLER_GEN}" crd paths="./apis/..." output:crd:artifacts:config="${CRD_TMP}"
 find manifests/crds -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +
 groups=()

@@ -184,7 +184,7 @@ build_core() {
 	t=$SECONDS
 	local names
 	names=$(printf '%s, ' "${binaries[@]}")
-	say "compiling ${names%, } (the first build needs ~17 CPU-minutes: 9+ minutes on 2 cores)…"
+	say "compiling ${names%, } (the first build needs about 14 CPU-minutes: 6.5-11 minutes on 2 cores)…"
 	# One go build for all five: they share most packages, compiled once.
 	compile "$go" build -trimpath -ldflags "$ldflags" -o "$tmp/" "${packages[@]}"
 	say "compiled in $((SECONDS - t))s"
@@ -194,7 +194,7 @@ build_core() {
 build_kwok() {
 	newdir "kwok-$kwok_version"
 	local t=$SECONDS
-	say "downloading and compiling kwok $kwok_version (about 4 minutes the first time)…"
+	say "downloading and compiling kwok $kwok_version (1.5-2 minutes the first time)…"
 	GOBIN=$tmp compile "$go" install -trimpath \
 		-ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$kwok_version" \
 		"sigs.k8s.io/kwok/cmd/kwok@$kwok_version"
@@ -223,7 +223,7 @@ build_skew() {
 	"$go" mod download
 	local ldflags
 	ldflags=$(stamp "$skew_version")
-	say "compiling kube-apiserver $skew_version for the version-skew tests (first time: about 6 minutes on 2 cores)…"
+	say "compiling kube-apiserver $skew_version for the version-skew tests (first time: 3-6 minutes on 2 cores)…"
 	compile "$go" build -trimpath -ldflags "$ldflags" -o "$tmp/" k8s.io/kubernetes/cmd/kube-apiserver
 	say "compiled in $((SECONDS - t))s"
 	rm -rf "$skew_dir"

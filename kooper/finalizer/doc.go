@@ -13,9 +13,11 @@
 // up, removes its finalizer, and the API server deletes the object.
 //
 // Use a finalizer for external state only: a cloud load balancer, a DNS
-// record, a row in a database, an object in another cluster or another
-// namespace. Do not use one for child objects in the cluster: give them an
-// owner reference (package owner) and the garbage collector deletes them with
+// record, a row in a database, an object in another cluster, or one in
+// another namespace than a namespaced owner's (which cannot carry an owner
+// reference to it). Do not use one for child objects in the cluster: give
+// them an owner reference (package owner; a cluster-scoped owner may own
+// objects in any namespace) and the garbage collector deletes them with
 // their owner, with no code and no finalizer.
 //
 // # The dance

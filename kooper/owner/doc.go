@@ -7,9 +7,10 @@
 // it belongs to. When the owner is deleted, the Kubernetes garbage collector
 // deletes the child: a handler that creates Deployments, Services or Secrets
 // for a custom resource needs no finalizer and no delete code for them, only
-// [SetController] before it creates each child. Finalizers (package
-// finalizer) are for state the garbage collector cannot see: outside the
-// cluster, or across namespaces.
+// [SetController] before it creates each child. That includes a
+// cluster-scoped owner's children in any namespace. Finalizers (package
+// finalizer) are for what cannot carry an owner reference: state outside the
+// cluster, and a namespaced owner's objects in another namespace.
 //
 // The garbage collector's rules decide what [SetController] accepts:
 //

@@ -6,6 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
+// region: scheme
+
 // GroupName is the API group of the chaos resources.
 const GroupName = "chaos.kooperkit.io"
 
@@ -40,3 +42,5 @@ func addKnownTypes(scheme *runtime.Scheme) error {
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }
+
+// endregion: scheme

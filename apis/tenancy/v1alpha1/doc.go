@@ -12,5 +12,7 @@
 // live in the CRD schema.
 //
 // +k8s:deepcopy-gen=package
+// +k8s:openapi-gen=true
+// +k8s:openapi-model-package=com.github.kooperkit.kooper.apis.tenancy.v1alpha1
 // +groupName=tenancy.kooperkit.io
 package v1alpha1

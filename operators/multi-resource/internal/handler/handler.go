@@ -331,6 +331,11 @@ func (h *Handler) appliedAt(obj metav1.Object) time.Time {
 // setStatus writes t's status through the status subresource if it
 // changed. A conflict means t is stale and a newer version is queued: that
 // handling writes the status.
+//
+// The status is updated, not applied like the children: the operator is
+// its only writer, so an apply would merge nothing, and the update's
+// resourceVersion check is what keeps a handling of a stale copy from
+// overwriting the status of a newer one.
 func (h *Handler) setStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, ns string, children []tenancyv1alpha1.Child, st metav1.ConditionStatus, reason, msg string) error {
 	s := t.Status.DeepCopy()
 	s.ObservedGeneration = t.Generation

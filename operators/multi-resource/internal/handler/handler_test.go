@@ -46,7 +46,7 @@ func (d *drift) DriftRepaired(kind string) { d.kinds = append(d.kinds, kind) }
 func newHandler(t *testing.T, tn *tenancyv1alpha1.Tenant, objs ...runtime.Object) (*handler.Handler, *kubefake.Clientset, *fake.Clientset) {
 	t.Helper()
 	kube := kubefake.NewClientset(objs...)
-	tenancy := fake.NewSimpleClientset(tn)
+	tenancy := fake.NewClientset(tn)
 	return &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: "test", Metrics: &drift{}}, kube, tenancy
 }
 

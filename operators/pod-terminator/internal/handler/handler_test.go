@@ -98,7 +98,7 @@ type env struct {
 
 func newEnv(t *testing.T, pt *chaosv1alpha1.PodTerminator, live int) *env {
 	t.Helper()
-	e := &env{client: fake.NewSimpleClientset(pt), pods: &pods{live: live}, events: &events{}, metrics: &metrics{},
+	e := &env{client: fake.NewClientset(pt), pods: &pods{live: live}, events: &events{}, metrics: &metrics{},
 		now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
 	// region: optimistic
 	// The fake ignores resourceVersions; make updates optimistic like the

@@ -22,6 +22,7 @@ import (
 	context "context"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	applyconfigurationchaosv1alpha1 "github.com/kooperkit/kooper/apis/client/applyconfiguration/chaos/v1alpha1"
 	scheme "github.com/kooperkit/kooper/apis/client/clientset/versioned/scheme"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	types "k8s.io/apimachinery/pkg/types"
@@ -47,18 +48,21 @@ type PodTerminatorInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*chaosv1alpha1.PodTerminatorList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts v1.PatchOptions, subresources ...string) (result *chaosv1alpha1.PodTerminator, err error)
+	Apply(ctx context.Context, podTerminator *applyconfigurationchaosv1alpha1.PodTerminatorApplyConfiguration, opts v1.ApplyOptions) (result *chaosv1alpha1.PodTerminator, err error)
+	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
+	ApplyStatus(ctx context.Context, podTerminator *applyconfigurationchaosv1alpha1.PodTerminatorApplyConfiguration, opts v1.ApplyOptions) (result *chaosv1alpha1.PodTerminator, err error)
 	PodTerminatorExpansion
 }
 
 // podTerminators implements PodTerminatorInterface
 type podTerminators struct {
-	*gentype.ClientWithList[*chaosv1alpha1.PodTerminator, *chaosv1alpha1.PodTerminatorList]
+	*gentype.ClientWithListAndApply[*chaosv1alpha1.PodTerminator, *chaosv1alpha1.PodTerminatorList, *applyconfigurationchaosv1alpha1.PodTerminatorApplyConfiguration]
 }
 
 // newPodTerminators returns a PodTerminators
 func newPodTerminators(c *ChaosV1alpha1Client) *podTerminators {
 	return &podTerminators{
-		gentype.NewClientWithList[*chaosv1alpha1.PodTerminator, *chaosv1alpha1.PodTerminatorList](
+		gentype.NewClientWithListAndApply[*chaosv1alpha1.PodTerminator, *chaosv1alpha1.PodTerminatorList, *applyconfigurationchaosv1alpha1.PodTerminatorApplyConfiguration](
 			"podterminators",
 			c.RESTClient(),
 			scheme.ParameterCodec,

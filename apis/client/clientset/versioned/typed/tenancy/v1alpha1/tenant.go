@@ -21,6 +21,7 @@ package v1alpha1
 import (
 	context "context"
 
+	applyconfigurationtenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/applyconfiguration/tenancy/v1alpha1"
 	scheme "github.com/kooperkit/kooper/apis/client/clientset/versioned/scheme"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,18 +48,21 @@ type TenantInterface interface {
 	List(ctx context.Context, opts v1.ListOptions) (*tenancyv1alpha1.TenantList, error)
 	Watch(ctx context.Context, opts v1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts v1.PatchOptions, subresources ...string) (result *tenancyv1alpha1.Tenant, err error)
+	Apply(ctx context.Context, tenant *applyconfigurationtenancyv1alpha1.TenantApplyConfiguration, opts v1.ApplyOptions) (result *tenancyv1alpha1.Tenant, err error)
+	// Add a +genclient:noStatus comment above the type to avoid generating ApplyStatus().
+	ApplyStatus(ctx context.Context, tenant *applyconfigurationtenancyv1alpha1.TenantApplyConfiguration, opts v1.ApplyOptions) (result *tenancyv1alpha1.Tenant, err error)
 	TenantExpansion
 }
 
 // tenants implements TenantInterface
 type tenants struct {
-	*gentype.ClientWithList[*tenancyv1alpha1.Tenant, *tenancyv1alpha1.TenantList]
+	*gentype.ClientWithListAndApply[*tenancyv1alpha1.Tenant, *tenancyv1alpha1.TenantList, *applyconfigurationtenancyv1alpha1.TenantApplyConfiguration]
 }
 
 // newTenants returns a Tenants
 func newTenants(c *TenancyV1alpha1Client) *tenants {
 	return &tenants{
-		gentype.NewClientWithList[*tenancyv1alpha1.Tenant, *tenancyv1alpha1.TenantList](
+		gentype.NewClientWithListAndApply[*tenancyv1alpha1.Tenant, *tenancyv1alpha1.TenantList, *applyconfigurationtenancyv1alpha1.TenantApplyConfiguration](
 			"tenants",
 			c.RESTClient(),
 			scheme.ParameterCodec,

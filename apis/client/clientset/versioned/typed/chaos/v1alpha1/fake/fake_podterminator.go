@@ -20,19 +20,20 @@ package fake
 
 import (
 	v1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/client/applyconfiguration/chaos/v1alpha1"
+	typedchaosv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakePodTerminators implements PodTerminatorInterface
 type fakePodTerminators struct {
-	*gentype.FakeClientWithList[*v1alpha1.PodTerminator, *v1alpha1.PodTerminatorList]
+	*gentype.FakeClientWithListAndApply[*v1alpha1.PodTerminator, *v1alpha1.PodTerminatorList, *chaosv1alpha1.PodTerminatorApplyConfiguration]
 	Fake *FakeChaosV1alpha1
 }
 
-func newFakePodTerminators(fake *FakeChaosV1alpha1) chaosv1alpha1.PodTerminatorInterface {
+func newFakePodTerminators(fake *FakeChaosV1alpha1) typedchaosv1alpha1.PodTerminatorInterface {
 	return &fakePodTerminators{
-		gentype.NewFakeClientWithList[*v1alpha1.PodTerminator, *v1alpha1.PodTerminatorList](
+		gentype.NewFakeClientWithListAndApply[*v1alpha1.PodTerminator, *v1alpha1.PodTerminatorList, *chaosv1alpha1.PodTerminatorApplyConfiguration](
 			fake.Fake,
 			"",
 			v1alpha1.SchemeGroupVersion.WithResource("podterminators"),

@@ -19,20 +19,21 @@ limitations under the License.
 package fake
 
 import (
-	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1"
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/applyconfiguration/tenancy/v1alpha1"
+	typedtenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1"
 	v1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	gentype "k8s.io/client-go/gentype"
 )
 
 // fakeTenants implements TenantInterface
 type fakeTenants struct {
-	*gentype.FakeClientWithList[*v1alpha1.Tenant, *v1alpha1.TenantList]
+	*gentype.FakeClientWithListAndApply[*v1alpha1.Tenant, *v1alpha1.TenantList, *tenancyv1alpha1.TenantApplyConfiguration]
 	Fake *FakeTenancyV1alpha1
 }
 
-func newFakeTenants(fake *FakeTenancyV1alpha1) tenancyv1alpha1.TenantInterface {
+func newFakeTenants(fake *FakeTenancyV1alpha1) typedtenancyv1alpha1.TenantInterface {
 	return &fakeTenants{
-		gentype.NewFakeClientWithList[*v1alpha1.Tenant, *v1alpha1.TenantList](
+		gentype.NewFakeClientWithListAndApply[*v1alpha1.Tenant, *v1alpha1.TenantList, *tenancyv1alpha1.TenantApplyConfiguration](
 			fake.Fake,
 			"",
 			v1alpha1.SchemeGroupVersion.WithResource("tenants"),
