@@ -35,9 +35,19 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: run
-run: build ## Start a local control plane with the sample programs at work; Ctrl-C stops it (RUN_ARGS='-kubeconfig PATH' targets an existing cluster).
+run: build ## Start a local control plane with the sample programs at work; Ctrl-C stops it. RUN_ARGS: '-kubeconfig PATH' an existing cluster instead, '-nodes N' kwok nodes (3), '-duration 2m' stop by itself after 2m.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	$(GO) run ./hack/run $(RUN_ARGS)
+
+# The dev cluster keeps its kubeconfig and pid file in .devcluster/ (hack/devcluster).
+.PHONY: devcluster
+devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/crds) for your own operator: -kubeconfig .devcluster/kubeconfig; Ctrl-C or make devcluster-stop stops it (DEVCLUSTER_ARGS='-nodes N').
+	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
+	$(GO) run ./hack/devcluster $(DEVCLUSTER_ARGS)
+
+.PHONY: devcluster-stop
+devcluster-stop: ## Stop the make devcluster running in another shell, no PID needed, and wait until it has exited.
+	$(GO) run ./hack/devcluster -stop
 
 .PHONY: test
 test: lint verify-generate test-unit test-integration test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane, benchmark smoke tests.

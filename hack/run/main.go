@@ -59,7 +59,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()
 	restore()
-	if err != nil {
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}
@@ -70,7 +70,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	kubeconfig := fs.String("kubeconfig", "", "use this existing cluster instead of starting a local one (the demo deletes pods there)")
 	nodes := fs.Int("nodes", 3, "kwok-simulated nodes of the local cluster")
 	root := fs.String("root", ".", "the repository: manifests/ and bin/ are found here")
-	duration := fs.Duration("duration", 0, "stop after this long (0: until Ctrl-C)")
+	duration := fs.Duration("duration", 0, "stop by itself after this long, e.g. 2m, for scripts and CI (0: run until Ctrl-C or SIGTERM)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: make run [RUN_ARGS='flags']")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -1,0 +1,175 @@
+// Command devcluster is `make devcluster`: a local control plane (etcd,
+// kube-apiserver, kube-controller-manager, kube-scheduler and kwok nodes, as
+// make run starts) with every CRD of manifests/crds applied, and nothing
+// else, for running your own operator against it while you write it. The
+// kubeconfig is written to a fixed path, .devcluster/kubeconfig, so the
+// command that runs the operator stays the same from one start to the next.
+// It runs until Ctrl-C, SIGTERM or `make devcluster-stop` (this program with
+// -stop), which needs no PID: the running program keeps its PID in
+// .devcluster/pid, locked while it lives.
+//
+// The cluster's data, certificates and logs stay in a temporary directory,
+// removed when it stops: each start is a fresh, empty cluster.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+// The files of the state directory (-dir).
+const (
+	kubeconfigFile = "kubeconfig"
+	pidFile        = "pid"
+)
+
+func main() {
+	restore := takeTerminal()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	err := run(ctx, os.Args[1:], os.Stdout)
+	stop()
+	restore()
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "devcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("devcluster", flag.ContinueOnError)
+	root := fs.String("root", ".", "the repository: manifests/crds is applied from here")
+	dir := fs.String("dir", "", "where the kubeconfig and the pid file go (default: .devcluster under -root)")
+	nodes := fs.Int("nodes", 3, "kwok-simulated nodes")
+	stop := fs.Bool("stop", false, "stop the dev cluster running with this -dir and wait until it has exited (make devcluster-stop)")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: make devcluster [DEVCLUSTER_ARGS='flags'], make devcluster-stop")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *dir == "" {
+		*dir = filepath.Join(*root, ".devcluster")
+	}
+	say := func(format string, a ...any) { fmt.Fprintf(out, "==> "+format+"\n", a...) }
+	if *stop {
+		return stopRunning(ctx, *dir, say)
+	}
+	return serve(ctx, *root, *dir, *nodes, out, say)
+}
+
+// serve starts the cluster, applies the CRDs, writes the kubeconfig and
+// waits until ctx is done; then it stops everything and removes the
+// kubeconfig and the pid file.
+func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say func(string, ...any)) error {
+	crds := filepath.Join(root, "manifests", "crds")
+	if _, err := os.Stat(filepath.Join(crds, "kustomization.yaml")); err != nil {
+		return fmt.Errorf("no %s/kustomization.yaml: run from the repository or pass -root (%w)", crds, err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("could not create %s: %w", dir, err)
+	}
+	kubeconfig := filepath.Join(dir, kubeconfigFile)
+	pidPath := filepath.Join(dir, pidFile)
+	// The lock is never released: the kernel drops it when the process
+	// exits, and that is what make devcluster-stop waits for.
+	_, err := lockPID(pidPath)
+	if running := (*runningError)(nil); errors.As(err, &running) {
+		return fmt.Errorf("a dev cluster is already running (pid %d, kubeconfig %s): use it, or stop it with make devcluster-stop", running.pid, kubeconfig)
+	}
+	if err != nil {
+		return err
+	}
+	// Deferred calls run last first: the kubeconfig goes before the cluster
+	// stops, the pid file after.
+	defer func() { _ = os.Remove(pidPath) }()
+
+	say("starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes", nodes)
+	began := time.Now()
+	cluster, err := devcluster.Start(ctx, devcluster.Options{Nodes: nodes, Progress: out})
+	if err != nil {
+		if ctx.Err() != nil {
+			say("stopped before it was ready")
+			return nil
+		}
+		return err
+	}
+	defer func() {
+		say("stopping the dev cluster")
+		if err := cluster.Stop(); err != nil {
+			say("%v", err)
+			return
+		}
+		say("dev cluster stopped")
+	}()
+	say("data and logs in %s (removed when it stops)", cluster.Dir())
+
+	kubectl := kubectlPath(cluster.BinDir())
+	names, err := applyCRDs(ctx, cluster, kubectl, crds)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	say("applied %s: %s established", crds, strings.Join(names, ", "))
+	if err := copyFile(cluster.KubeconfigPath(), kubeconfig); err != nil {
+		return err
+	}
+	defer func() { _ = os.Remove(kubeconfig) }()
+
+	say("dev cluster ready in %.1fs; kubeconfig: %s", time.Since(began).Seconds(), kubeconfig)
+	// One replica: no namespace is there for a leader-election Lease.
+	fmt.Fprintf(out, "    your operator:  go run ./operators/<name>/cmd/<name> -kubeconfig %s -leader-elect=false\n", kubeconfig)
+	fmt.Fprintf(out, "    kubectl:        %s --kubeconfig %s get crds,nodes\n", kubectlName(kubectl), kubeconfig)
+	fmt.Fprintf(out, "    stop:           Ctrl-C here, or make devcluster-stop from another shell (pid %d)\n", os.Getpid())
+	<-ctx.Done()
+	return nil
+}
+
+// kubectlPath is the kubectl that `make controlplane` built next to the
+// control plane (it matches the server), else the one on the PATH.
+func kubectlPath(binDir string) string {
+	p := filepath.Join(binDir, devcluster.BinKubectl)
+	if _, err := os.Stat(p); err == nil {
+		return p
+	}
+	return devcluster.BinKubectl
+}
+
+// kubectlName is how the user runs kubectl: by name when the PATH has one.
+func kubectlName(path string) string {
+	if _, err := exec.LookPath(devcluster.BinKubectl); err == nil {
+		return devcluster.BinKubectl
+	}
+	return path
+}
+
+// copyFile writes src's content to dst, readable by the user only (it holds
+// the admin's key), through a rename so a reader never sees half a file.
+func copyFile(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("could not read %s: %w", src, err)
+	}
+	tmp := dst + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("could not write %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		return fmt.Errorf("could not write %s: %w", dst, err)
+	}
+	return nil
+}
