@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kooperkit/kooper/hack/internal/terminal"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
@@ -36,7 +37,7 @@ const (
 )
 
 func main() {
-	restore := takeTerminal()
+	restore := terminal.Take()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()

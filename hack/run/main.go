@@ -35,6 +35,7 @@ import (
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
+	"github.com/kooperkit/kooper/hack/internal/terminal"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
@@ -54,7 +55,7 @@ type program struct {
 }
 
 func main() {
-	restore := takeTerminal()
+	restore := terminal.Take()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout)
 	stop()

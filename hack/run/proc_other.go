@@ -5,5 +5,3 @@ package main
 import "syscall"
 
 func ownGroup() *syscall.SysProcAttr { return nil }
-
-func takeTerminal() (restore func()) { return func() {} }

@@ -514,16 +514,15 @@ type observedLock struct {
 	lastSeen time.Time
 }
 
-// see notes that the Lease's record was raw at time at, and reports
-// whether that is a change.
-func (l *observedLock) see(raw []byte, at time.Time) bool {
+// see notes that the Lease's record was raw at time at, and returns when
+// this replica first saw that record (at, if it is a change).
+func (l *observedLock) see(raw []byte, at time.Time) time.Time {
 	l.seenMu.Lock()
 	defer l.seenMu.Unlock()
-	if bytes.Equal(raw, l.lastRaw) {
-		return false
+	if !bytes.Equal(raw, l.lastRaw) {
+		l.lastRaw, l.lastSeen = raw, at
 	}
-	l.lastRaw, l.lastSeen = raw, at
-	return true
+	return l.lastSeen
 }
 
 // Get reads the Lease like the LeaseLock, and notes what it saw. When
@@ -728,15 +727,17 @@ func (r *Runner) follow(ctx context.Context, w watch.Interface, lock *observedLo
 			if err != nil {
 				continue
 			}
-			changed := lock.see(raw, time.Now())
+			// The first sight counts, whether it was the elector's Get or
+			// this watch: the expiry is from then.
+			first := lock.see(raw, time.Now())
 			switch {
 			case rec.HolderIdentity == "":
 				expiry.Stop()
 				wake()
 			case rec.HolderIdentity == lock.Identity():
 				expiry.Stop()
-			case changed:
-				expiry.Reset(leaseDuration(rec, r.cfg.LeaseDuration))
+			default:
+				expiry.Reset(time.Until(first.Add(leaseDuration(rec, r.cfg.LeaseDuration))))
 			}
 		}
 	}

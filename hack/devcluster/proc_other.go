@@ -1,5 +1,0 @@
-//go:build !linux
-
-package main
-
-func takeTerminal() (restore func()) { return func() {} }
