@@ -45,6 +45,10 @@ devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/c
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	$(GO) run ./hack/devcluster $(DEVCLUSTER_ARGS)
 
+.PHONY: new-operator
+new-operator: ## Scaffold a complete, tested operator in this repository's shape, then make generate (hack/newoperator): NAME=web-demo GROUP=webapps.example.com KIND=WebApp SCOPE=Cluster|Namespaced [OWNS=ConfigMap,Secret,ServiceAccount,Service,Deployment].
+	$(GO) run ./hack/newoperator -name "$(NAME)" -group "$(GROUP)" -kind "$(KIND)" -scope "$(SCOPE)" -owns "$(OWNS)"
+
 .PHONY: devcluster-stop
 devcluster-stop: ## Stop the make devcluster running in another shell, no PID needed, and wait until it has exited.
 	$(GO) run ./hack/devcluster -stop

@@ -1,0 +1,438 @@
+package main
+
+import "fmt"
+
+// The operator's integration package: its end-to-end test and its RBAC
+// test against a local control plane (kooper/devcluster), run by make
+// test-integration.
+
+func integrationDocGo(op operator) *goFile {
+	f := newGoFile(op, "integration")
+	f.doc = `Package integration holds the $Name operator's tests against a real local
+control plane (package devcluster); they run in make test. It has no
+non-test code.`
+	return f
+}
+
+func integrationMainGo(op operator) *goFile {
+	f := newGoFile(op, "integration_test")
+	f.code(`var cluster *devcluster.Cluster
+
+// etcd and kube-apiserver only: nothing here needs a controller of
+// kube-controller-manager. A test of the garbage collector deleting a
+// $Kind's children needs it: devcluster.Options{ControllerManager: true}.
+func TestMain(m *testing.M) {
+	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+}
+
+// Where the operator's manifests are, relative to this package.
+const (
+	crdDir    = "../../../manifests/crds/$Short"
+	rbacDir   = "../../../manifests/rbac/$Name"
+	deployDir = "../../../manifests/$Name"
+)
+
+// kubectl runs the cluster's kubectl as admin and fails the test, with
+// kubectl's output, if it fails.
+func kubectl(t *testing.T, args ...string) {
+	t.Helper()
+	args = append([]string{"--kubeconfig", cluster.KubeconfigPath()}, args...)
+	out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %v: %v\n%s", args[2:], err, out)
+	}
+}
+`)
+	return f
+}
+
+// dataKind is the first owned kind carrying the greeting, and Go code
+// reading it from obj of that kind.
+func dataKind(op operator) (ownedKind, string, bool) {
+	for _, k := range op.Owns {
+		switch k.Kind {
+		case "ConfigMap":
+			return k, `obj.Data["greeting"]`, true
+		case "Secret":
+			return k, `string(obj.Data["greeting"])`, true
+		case "Deployment":
+			return k, `obj.Spec.Template.Spec.Containers[0].Env[0].Value`, true
+		}
+	}
+	return ownedKind{}, "", false
+}
+
+func integrationE2EGo(op operator) *goFile {
+	f := newGoFile(op, "integration_test")
+	childNS, crNS, crNSField, eventsNS := "operator.DefaultChildNamespace", "", "", `"default"`
+	if !op.Cluster {
+		childNS, crNS, crNSField, eventsNS = "demoNamespace", "demoNamespace", ", Namespace: demoNamespace", "demoNamespace"
+	}
+	if !op.Cluster {
+		f.code(`// demoNamespace holds the $Kind of the test`)
+		if len(op.Owns) > 0 {
+			f.code(`, and its children`)
+		}
+		f.code(".\nconst demoNamespace = \"default\"\n\n")
+	}
+	f.printf(`// The operator, run as its ServiceAccount (impersonation) with leader
+// election, as its Deployment runs it.
+func Test$PluralEndToEnd(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	ctx := context.Background()
+	kubectl(t, "apply", "-k", crdDir)
+	kubectl(t, "apply", "-k", rbacDir)
+	kube := kubernetes.NewForConfigOrDie(cluster.Config())
+	crs := versioned.NewForConfigOrDie(cluster.Config()).$GroupGoV1alpha1().$Plural(%s)
+	e2etest.Eventually(t, 30*time.Second, "the $Kind CRD is served", func() bool {
+		_, err := crs.List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+
+	registry := prom.NewRegistry()
+	httpAddr := e2etest.FreeAddr(t)
+	// Every handling is a span, its API calls its children.
+	spans := tracetest.NewInMemoryExporter()
+	cfg := operator.Config{
+		REST:           e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100), // the command's defaults
+		Registry:       registry,
+		HTTPAddr:       httpAddr,
+		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
+		Logger:         log.NewStd(t.Output(), log.StdOptions{}),
+	}
+	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
+
+	var demo *$Alias.$Kind
+	t.Run("a $Kind is Ready for its generation within 10s`, crNS)
+	if len(op.Owns) > 0 {
+		f.code(`, with its children, controlled by it`)
+	}
+	f.printf(`", func(t *testing.T) {
+		var err error
+		demo, err = crs.Create(ctx, &$Alias.$Kind{ObjectMeta: metav1.ObjectMeta{Name: "demo"%s}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if demo.Spec.Greeting != "hello" {
+			t.Errorf("got greeting %%q, want the schema's default hello", demo.Spec.Greeting)
+		}
+		began := time.Now()
+		e2etest.Eventually(t, 10*time.Second, "demo is Ready", func() bool { return ready(t, crs, "demo") })
+		t.Logf("demo Ready in %%s", time.Since(began).Round(time.Millisecond))
+`, crNSField)
+	if len(op.Owns) > 0 {
+		f.printf(`
+		objs := children(t, kube)
+		if len(objs) != %d {
+			t.Errorf("got children %%v, want %d", slices.Sorted(maps.Keys(objs)))
+		}
+		for kind, obj := range objs {
+			ref := metav1.GetControllerOf(obj)
+			if ref == nil || ref.UID != demo.UID || ref.Kind != "$Kind" || ref.BlockOwnerDeletion == nil || !*ref.BlockOwnerDeletion {
+				t.Errorf("%%s: got controller %%+v, want $Kind demo (%%s) blocking deletion", kind, ref, demo.UID)
+			}
+			if obj.GetLabels()[handler.ManagedByLabel] != handler.ManagedBy {
+				t.Errorf("%%s: got labels %%v, want %%s=%%s", kind, obj.GetLabels(), handler.ManagedByLabel, handler.ManagedBy)
+			}
+		}
+`, len(op.Owns), len(op.Owns))
+	}
+	f.code(`	})
+	if demo == nil {
+		t.FailNow()
+	}
+`)
+
+	if len(op.Owns) > 0 {
+		first := op.Owns[0]
+		f.printf(`
+	t.Run("a deleted %[1]s is made again within 10s", func(t *testing.T) {
+		typed := kube.%[2]s(%[3]s)
+		old, err := typed.Get(ctx, "demo", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := typed.Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		e2etest.Eventually(t, 10*time.Second, "the %[1]s is back", func() bool {
+			obj, err := typed.Get(ctx, "demo", metav1.GetOptions{})
+			return err == nil && obj.UID != old.UID
+		})
+		t.Logf("%[1]s made again in %%s", time.Since(began).Round(time.Millisecond))
+	})
+`, first.Kind, first.Client, childNS)
+	}
+
+	f.code(`
+	t.Run("a spec change is Ready for the new generation", func(t *testing.T) {
+		for {
+			cur, err := crs.Get(ctx, "demo", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur.Spec.Greeting = "hi"
+			if _, err = crs.Update(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		e2etest.Eventually(t, 10*time.Second, "demo is Ready for its new generation", func() bool { return ready(t, crs, "demo") })
+`)
+	if k, read, ok := dataKind(op); ok {
+		f.printf(`		obj, err := kube.%s(%s).Get(ctx, "demo", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := %s; got != "hi" {
+			t.Errorf("got greeting %%q in the %s, want hi", got)
+		}
+`, k.Client, childNS, read, k.Kind)
+	}
+	f.printf(`	})
+
+	t.Run("a handling that finds everything in place writes nothing", func(t *testing.T) {
+		// An annotation is no spec change: the handling it causes reads
+		// what it needs, and writes nothing.
+		touched := time.Now()
+		for {
+			cur, err := crs.Get(ctx, "demo", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur.Annotations = map[string]string{"e2e.kooperkit.io/touched": touched.Format(time.RFC3339Nano)}
+			if _, err = crs.Update(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		handlings := map[trace.SpanID]bool{}
+		e2etest.Eventually(t, 10*time.Second, "demo is handled again", func() bool {
+			for _, s := range spans.GetSpans() {
+				if s.Name == "handle "+operator.DefaultName && s.StartTime.After(touched) {
+					handlings[s.SpanContext.SpanID()] = true
+				}
+			}
+			return len(handlings) > 0
+		})
+		for _, s := range spans.GetSpans() {
+			if handlings[s.Parent.SpanID()] && s.Name != "HTTP GET" {
+				t.Errorf("got %%s in a handling that found everything in place, want reads only", s.Name)
+			}
+		}
+	})
+
+	t.Run("an Event says the $Kind is Ready", func(t *testing.T) {
+		e2etest.Eventually(t, 10*time.Second, "an Event with reason Reconciled about demo", func() bool {
+			list, err := kube.CoreV1().Events(%s).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=demo"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return slices.ContainsFunc(list.Items, func(e corev1.Event) bool {
+				return e.InvolvedObject.Kind == "$Kind" && e.Reason == $Alias.ReasonReconciled
+			})
+		})
+	})
+
+	t.Run("the operator is ready, and its metrics pass promtool check metrics", func(t *testing.T) {
+		resp, err := http.Get("http://" + httpAddr + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("got /readyz %%d %%s, want 200", resp.StatusCode, body)
+		}
+		e2etest.CheckMetrics(t, "http://"+httpAddr+"/metrics")
+	})
+}
+
+// ready reports whether the $Kind name is Ready for its generation.
+func ready(t *testing.T, crs interface {
+	Get(context.Context, string, metav1.GetOptions) (*$Alias.$Kind, error)
+}, name string) bool {
+	t.Helper()
+	cr, err := crs.Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cr.Status.ObservedGeneration == cr.Generation && status.IsTrueFor(cr.Status.Conditions, $Alias.ConditionReady, cr.Generation)
+}
+`, eventsNS)
+
+	if len(op.Owns) > 0 {
+		f.code(`
+// children returns demo's children, by kind; a missing one is absent.
+func children(t *testing.T, kube kubernetes.Interface) map[string]metav1.Object {
+	t.Helper()
+	ctx := context.Background()
+	objs := map[string]metav1.Object{}
+`)
+		for _, k := range op.Owns {
+			f.printf(`	if obj, err := kube.%s(%s).Get(ctx, "demo", metav1.GetOptions{}); err == nil {
+		objs[%q] = obj
+	}
+`, k.Client, childNS, k.Kind)
+		}
+		f.code("\treturn objs\n}\n")
+	}
+	return f
+}
+
+func integrationRBACGo(op operator) *goFile {
+	f := newGoFile(op, "integration_test")
+	roles := op.roles()
+	f.code(`// What the operator does, written out by hand: each of its roles must
+// grant exactly this.
+var (
+`)
+	for _, r := range roles {
+		where := "cluster-wide"
+		if r.namespace != "" {
+			where = "in " + r.namespace
+		}
+		f.printf("\t// %s is what it does %s: %s.\n\t%s = []rbacv1.PolicyRule{\n%s\t}\n", r.goVar, where, r.file, r.goVar, goRules(r.rules))
+	}
+	f.code(`)
+
+func TestRBACRolesGrantExactlyWhatIsNeeded(t *testing.T) {
+	for file, want := range map[string][]rbacv1.PolicyRule{
+`)
+	for _, r := range roles {
+		f.printf("\t\t%q: %s,\n", r.file, r.goVar)
+	}
+	f.code(`	} {
+		if got := rbactest.ReadRules(t, filepath.Join(rbacDir, file)); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: got rules %+v\nwant exactly %+v", file, got, want)
+		}
+	}
+}
+
+// account is the operator's ServiceAccount, as the API server names it.
+const account = "system:serviceaccount:" + operator.DefaultNamespace + ":" + operator.DefaultName
+
+// Applied with kubectl, the manifests let the ServiceAccount do every needed
+// verb and refuse others (SubjectAccessReviews as the account).
+func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	kubectl(t, "apply", "-k", rbacDir)
+	client := kubernetes.NewForConfigOrDie(cluster.Config())
+	groups := rbactest.ServiceAccountGroups(operator.DefaultNamespace)
+`)
+	for _, r := range roles {
+		ns := `"some-namespace"`
+		if r.namespace != "" {
+			ns = fmt.Sprintf("%q", r.namespace)
+		}
+		f.printf("\trbactest.CheckAllowed(t, client, account, groups, %s, %s)\n", ns, r.goVar)
+	}
+	f.code(`	denied := []authorizationv1.ResourceAttributes{
+		{Group: "$Group", Resource: "$plural", Verb: "update"}, // status only
+		{Group: "$Group", Resource: "$plural", Verb: "delete"},
+		{Namespace: "some-namespace", Resource: "pods", Verb: "create"},
+		{Namespace: "some-namespace", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
+`)
+	// Secrets stay out of reach, unless a namespaced kind owns them (its
+	// children may be anywhere).
+	if !op.owns("Secret") || op.Cluster {
+		f.code("\t\t{Namespace: \"some-namespace\", Resource: \"secrets\", Verb: \"get\"},\n")
+	}
+	if len(op.Owns) > 0 {
+		first := op.Owns[0]
+		ns := `"some-namespace"`
+		if op.Cluster {
+			ns = fmt.Sprintf("%q", op.childNamespace())
+		}
+		f.printf("\t\t{Namespace: %s, Group: %q, Resource: %q, Verb: \"delete\"}, // the garbage collector deletes children\n", ns, first.Group, first.Resource)
+		if op.Cluster {
+			f.printf("\t\t{Namespace: operator.DefaultNamespace, Group: %q, Resource: %q, Verb: \"update\"}, // no other operator's objects\n", first.Group, first.Resource)
+		}
+	}
+	if op.Cluster {
+		f.code("\t\t{Namespace: \"some-namespace\", Resource: \"events\", Verb: \"create\"}, // Events in default only\n")
+	}
+	f.code(`	}
+	for _, d := range denied {
+		if rbactest.Can(t, client, account, groups, d) {
+			t.Errorf("%s may %s %s/%s in %q, want denied", account, d.Verb, d.Group, d.Resource, d.Namespace)
+		}
+	}
+}
+`)
+	if len(op.Owns) > 0 {
+		first := op.Owns[0]
+		ns := `"default"`
+		if op.Cluster {
+			ns = "operator.DefaultChildNamespace"
+		}
+		f.printf(`
+// RBAC lets the ServiceAccount write every %[1]s %[2]s; the admission
+// policy lets it write only those it labels as its own.
+func TestRBACPolicyKeepsTheAccountToItsOwnObjects(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	ctx := context.Background()
+	kubectl(t, "apply", "-k", rbacDir)
+	asAdmin := kubernetes.NewForConfigOrDie(cluster.Config()).%[3]s(%[4]s)
+	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100)).%[3]s(%[4]s)
+	object := func(name string, labels map[string]string) %[5]s {
+		meta := metav1.ObjectMeta{Name: name, Namespace: %[4]s, Labels: labels}
+		return %[6]s
+	}
+	refused := func(err error) bool {
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'kooper-$Name-children'")
+	}
+	if _, err := asAdmin.Create(ctx, object("rbac-theirs", nil), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	// A new policy takes a moment to be enforced: until an update of an
+	// object the operator did not label is refused, it is allowed.
+	e2etest.Eventually(t, 30*time.Second, "the policy refuses to update an object the operator did not label", func() bool {
+		theirs, err := asAccount.Get(ctx, "rbac-theirs", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		theirs.Labels = map[string]string{"changed-by": "the-operator"}
+		_, err = asAccount.Update(ctx, theirs, metav1.UpdateOptions{})
+		if err != nil && !refused(err) {
+			t.Fatalf("got %%v, want the update allowed (the policy not enforced yet) or refused by the policy", err)
+		}
+		return err != nil
+	})
+	if _, err := asAccount.Create(ctx, object("rbac-unlabelled", nil), metav1.CreateOptions{}); !refused(err) {
+		t.Errorf("got %%v creating an object without the label, want it refused by the policy", err)
+	}
+	mine := object("rbac-mine", map[string]string{handler.ManagedByLabel: handler.ManagedBy})
+	if _, err := asAccount.Create(ctx, mine, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Errorf("got %%v creating an object with the label, want it allowed", err)
+	}
+	for _, name := range []string{"rbac-theirs", "rbac-mine"} {
+		_ = asAdmin.Delete(ctx, name, metav1.DeleteOptions{})
+	}
+}
+`, first.Kind+"s", map[bool]string{true: "in its children's namespace", false: "anywhere"}[op.Cluster], first.Client, ns, first.goType(), first.minimal)
+	}
+	f.code(`
+// The API server accepts the deploy manifests (a server-side dry run:
+// nothing runs) once the namespace exists.
+func TestRBACDeployManifestsApply(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	kubectl(t, "apply", "-k", rbacDir)
+	kubectl(t, "apply", "--dry-run=server", "-k", deployDir)
+}
+`)
+	return f
+}

@@ -1,0 +1,306 @@
+package main
+
+import "strings"
+
+// The operator's internal/operator: Config, and Run, which wires the
+// controllers, leader election, metrics and health endpoints.
+
+func operatorGo(op operator) *goFile {
+	f := newGoFile(op, "operator")
+	f.doc = `Package operator wires the $Name operator: the $Kind controller and its
+handler (internal/handler)`
+	if len(op.Owns) > 0 {
+		f.doc += `, one controller per kind a $Kind owns
+(` + strings.Join(knownNames(op.Owns), ", ") + `)`
+	}
+	f.doc += `, Events, metrics, health endpoints and leader
+election. cmd/ turns flags into a Config and calls Run; the integration
+tests call Run the same way against a local control plane.`
+	if len(op.Owns) > 0 {
+		f.doc += `
+
+The domain logic runs only in the $Kind controller: one worker per $Kind at
+a time. Each child controller watches one kind with its own retriever and
+only routes: its handler, owner.EnqueueOwner, queues a changed or deleted
+child's $Kind in the $Kind controller, with no API call. The child
+controllers list and watch only the metadata of the objects labelled as
+managed by this operator, never resync (the $Kind controller does), and see
+deletions (controller.Config.HandleDeleted), so that a child deleted by hand
+is made again.`
+	}
+
+	f.code(`// Defaults, shared with cmd/ and the manifests in manifests/$Name.
+const (
+	DefaultName      = "$Name"
+	DefaultNamespace = "kooper-system"
+	// DefaultResync is how often every $Kind is handled again anyway, a
+	// safety net: changes are seen as they happen.
+	DefaultResync = 10 * time.Minute
+` + childDefault(op) + `)
+
+// ErrInvalidConfig is wrapped by Run's errors about its Config.
+var ErrInvalidConfig = errors.New("invalid $Name config")
+
+// Config configures the operator.
+type Config struct {
+	// REST reaches the API server, with the QPS and burst to use. Required.
+	REST *rest.Config
+	// Name is the operator's name: the field manager of what it writes, the
+	// Events' source, the Lease's name, the controllers' name prefix.
+	// Default DefaultName.
+	Name string
+	// Namespace holds the Lease. Default DefaultNamespace.
+	Namespace string
+`)
+	if op.Cluster && len(op.Owns) > 0 {
+		f.code(`	// ChildNamespace holds the children of every $Kind; the operator's
+	// RBAC lets it write them there only
+	// (manifests/rbac/$Name/children_role.yaml). Default
+	// DefaultChildNamespace.
+	ChildNamespace string
+`)
+	}
+	f.code(`	// Resync is the $Kind controller's resync interval. Default
+	// DefaultResync.
+	Resync time.Duration
+	// HTTPAddr serves /metrics, /healthz and /readyz. Empty: not served.
+	HTTPAddr string
+	// EnableProfiling also serves /debug/pprof/ on HTTPAddr.
+	EnableProfiling bool
+	// DisableLeaderElection runs the controllers without holding the Lease:
+	// for a single replica only.
+	DisableLeaderElection bool
+	// TracerProvider, if set, traces each handling and the API calls it
+	// makes (kooper/tracing). Default: no tracing.
+	TracerProvider trace.TracerProvider
+	// Logger receives the operator's logs. Default log.Noop.
+	Logger log.Logger
+	// Registry receives the metrics. Default: a new registry.
+	Registry *prom.Registry
+}
+
+func (c *Config) defaults() {
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.Namespace == "" {
+		c.Namespace = DefaultNamespace
+	}
+`)
+	if op.Cluster && len(op.Owns) > 0 {
+		f.code(`	if c.ChildNamespace == "" {
+		c.ChildNamespace = DefaultChildNamespace
+	}
+`)
+	}
+	f.code(`	if c.Resync <= 0 {
+		c.Resync = DefaultResync
+	}
+	if c.Logger == nil {
+		c.Logger = log.Noop
+	}
+	if c.Registry == nil {
+		c.Registry = prom.NewRegistry()
+	}
+}
+
+// $Kind controller retries: a $Kind whose handling fails (a permission
+// missing, say) is retried at least this often, for about as long as the
+// resync interval, so that fixing the cause heals it within seconds.
+const (
+	retryMaxDelay = 15 * time.Second
+	maxRetries    = 40
+)
+
+// Run runs the operator until ctx is done, then stops everything it started
+// and returns. It returns an error if anything fails to start, or
+// leaderelection.ErrLeaseLost if the replica lost the Lease: exit, and be
+// restarted as a standby.
+func Run(ctx context.Context, cfg Config) error {
+	cfg.defaults()
+	if cfg.REST == nil {
+		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
+	}
+	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider)
+	if err != nil {
+		return err
+	}
+	traced, recorder := obs.Middlewares, obs.Recorder
+	kube, err := kubernetes.NewForConfig(obs.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the Kubernetes client: %w", err)
+	}
+	client, err := versioned.NewForConfig(obs.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the $Group client: %w", err)
+	}
+
+	// Events about $Plural: the scheme names their kind.
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), $Alias.AddToScheme(scheme)); err != nil {
+		return fmt.Errorf("could not build the scheme: %w", err)
+	}
+	events, err := event.New(event.Config{Client: kube, Component: cfg.Name, Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	// Once the controllers have drained, write the Events still queued,
+	// within a shutdown budget of their own.
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controller.DefaultShutdownTimeout)
+		defer cancel()
+		events.Shutdown(ctx)
+	}()
+
+	h := &handler.Handler{
+		Client:       client,
+`)
+	if len(op.Owns) > 0 {
+		f.code("\t\tKube:         kube,\n")
+	}
+	if op.Cluster && len(op.Owns) > 0 {
+		f.code("\t\tChildNamespace: cfg.ChildNamespace,\n")
+	}
+	list := "client.$GroupGoV1alpha1().$Plural()"
+	if !op.Cluster {
+		list = `client.$GroupGoV1alpha1().$Plural("") // every namespace`
+	}
+	f.code(`		FieldManager: cfg.Name,
+		Events:       events,
+	}
+	crs := ` + list + `
+	primary, err := controller.New(controller.Config{
+		Name:            cfg.Name,
+		Handler:         controller.Chain(h.New(), traced...),
+		Retriever:       controller.NewRetriever(client, crs.List, crs.Watch),
+		ResyncInterval:  cfg.Resync,
+		RetryMaxDelay:   retryMaxDelay,
+		MaxRetries:      maxRetries,
+		Logger:          cfg.Logger,
+		MetricsRecorder: recorder,
+	})
+	if err != nil {
+		return err
+	}
+	ctrls := []*controller.Controller{primary}
+`)
+	if len(op.Owns) > 0 {
+		childNS := `""`
+		if op.Cluster {
+			childNS = "cfg.ChildNamespace"
+		}
+		f.code(`
+	// The child controllers read only names, owners and labels: they cache
+	// metadata only, a fraction of each object.
+	md, err := metadata.NewForConfig(obs.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the metadata client: %w", err)
+	}
+	children := []struct {
+		kind     string
+		resource schema.GroupVersionResource
+	}{
+`)
+		for _, k := range op.Owns {
+			f.printf("\t\t{%q, %s.WithResource(%q)},\n", k.Kind, k.groupVersion(), k.Resource)
+		}
+		f.code(`	}
+	for _, child := range children {
+		// Children in ` + childWhere(op) + `.
+		ctrl, err := controller.New(controller.Config{
+			Name: cfg.Name + "-" + strings.ToLower(child.kind),
+			// Route the child to its $Kind: queue the $Kind's key in the
+			// $Kind controller (traced, if tracing).
+			Handler:         controller.Chain(owner.EnqueueOwner(primary, $Alias.Kind("$Kind")), traced...),
+			Retriever:       managed(md, child.resource, ` + childNS + `),
+			DisableResync:   true,
+			HandleDeleted:   true,
+			Logger:          cfg.Logger,
+			MetricsRecorder: recorder,
+		})
+		if err != nil {
+			return err
+		}
+		ctrls = append(ctrls, ctrl)
+	}
+`)
+	}
+	f.code(`
+	// The controllers run only while this replica holds the Lease, or at
+	// once with leader election disabled (a single replica); a standby keeps
+	// its caches warm.
+	runnables := make([]leaderelection.Runnable, len(ctrls))
+	synced := make([]health.Synced, len(ctrls))
+	for i, c := range ctrls {
+		runnables[i], synced[i] = c, c
+	}
+	runner, err := leaderelection.New(leaderelection.Config{
+		Disabled:  cfg.DisableLeaderElection,
+		Name:      cfg.Name,
+		Namespace: cfg.Namespace,
+		Client:    kube.CoordinationV1(),
+		Logger:    cfg.Logger,
+		Recorder:  recorder,
+	}, runnables...)
+	if err != nil {
+		return err
+	}
+	if cfg.HTTPAddr != "" {
+		srv, err := health.Start(health.Config{
+			Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling,
+			Ready: health.Readiness(runner, synced...), Logger: cfg.Logger,
+		})
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+		cfg.Logger.Info("serving metrics and health", "addr", srv.Addr())
+	}
+
+	cfg.Logger.Info("$Name operator starting", "controllers", len(ctrls), "leaderElection", !cfg.DisableLeaderElection)
+	return runner.Run(ctx)
+}
+`)
+	if len(op.Owns) > 0 {
+		f.code(`
+// managed returns a retriever of the metadata of resource's objects in
+// namespace ("" for every namespace) labelled as managed by this operator,
+// and only those.
+func managed(md metadata.Interface, resource schema.GroupVersionResource, namespace string) controller.Retriever {
+	sel := handler.ManagedByLabel + "=" + handler.ManagedBy
+	res := md.Resource(resource).Namespace(namespace)
+	return controller.NewRetriever(md,
+		func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
+			opts.LabelSelector = sel
+			return res.List(ctx, opts)
+		},
+		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = sel
+			return res.Watch(ctx, opts)
+		})
+}
+`)
+	}
+	return f
+}
+
+// childWhere says where the child controllers watch.
+func childWhere(op operator) string {
+	if op.Cluster {
+		return "the children's namespace only"
+	}
+	return `every namespace ("")`
+}
+
+// childDefault declares DefaultChildNamespace, for a cluster-scoped kind
+// owning others.
+func childDefault(op operator) string {
+	if !op.Cluster || len(op.Owns) == 0 {
+		return ""
+	}
+	return `	// DefaultChildNamespace holds the children of every $Kind: a namespace
+	// of their own (manifests/rbac/$Name/children_namespace.yaml), so that
+	// the operator may write there and not where other workloads live.
+	DefaultChildNamespace = "` + op.childNamespace() + `"
+`
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// rule is one RBAC rule of the operator, with the comment its manifest
+// gives it. The manifests and the operator's RBAC test, which compares them
+// with a list written out in Go, are both rendered from these.
+type rule struct {
+	comment   string
+	groups    []string
+	resources []string
+	verbs     []string
+}
+
+// role is one role of the operator: its manifest and binding, and where it
+// applies.
+type role struct {
+	// file is the role's manifest in manifests/rbac/<name>/; its binding's
+	// is file with _binding before .yaml.
+	file string
+	// kind is ClusterRole or Role; namespace is a Role's.
+	kind, namespace string
+	// name is the role's and its binding's.
+	name string
+	// goVar names its rules in the RBAC test.
+	goVar string
+	// comment heads the manifest; why is the kustomization's comment.
+	comment, why string
+	rules        []rule
+}
+
+// childVerbs are what the handler and the child controllers do with each
+// owned kind: get (ensure reads the child), list and watch (the child
+// controllers' caches), create and update.
+var childVerbs = []string{"get", "list", "watch", "create", "update"}
+
+// childNamespace is where a cluster-scoped kind's children are made by
+// default: a namespace of their own, so that the operator may write there
+// and not in kooper-system, where the other operators' Deployments and
+// Secrets are.
+func (o operator) childNamespace() string { return "kooper-" + o.Name }
+
+// roles returns the operator's roles: a ClusterRole, a Role in its namespace
+// (leader election), for a cluster-scoped kind owning others a Role in the
+// children's namespace, and for a cluster-scoped kind a Role for its Events
+// in default.
+func (o operator) roles() []role {
+	cluster := role{
+		file: "cluster_role.yaml", kind: "ClusterRole", name: "kooper-$Name", goVar: "needed",
+		comment: "Exactly what the $Name operator needs cluster-wide. A test compares these\nrules with a hand-written list and checks them by impersonating the\nServiceAccount (operators/$Name/integration/rbac_test.go).",
+		rules: []rule{
+			{
+				comment:   "Read $Plural (the controller's list and watch); write their status\nthrough the status subresource only.",
+				groups:    []string{o.Group},
+				resources: []string{o.resource()},
+				verbs:     []string{"list", "watch"},
+			},
+			{groups: []string{o.Group}, resources: []string{o.resource() + "/status"}, verbs: []string{"update"}},
+		},
+	}
+	if len(o.Owns) > 0 {
+		cluster.rules = append(cluster.rules, rule{
+			comment:   "Owner references with blockOwnerDeletion need this where the\nOwnerReferencesPermissionEnforcement admission plugin is on.",
+			groups:    []string{o.Group},
+			resources: []string{o.resource() + "/finalizers"},
+			verbs:     []string{"update"},
+		})
+	}
+	lease := role{
+		file: "role.yaml", kind: "Role", namespace: "kooper-system", name: "kooper-$Name", goVar: "neededInNamespace",
+		comment: "Leader election: the Lease lives in the operator's own namespace only.",
+		rules: []rule{{
+			comment:   "watch: a standby sees a clean release at once and takes over.",
+			groups:    []string{"coordination.k8s.io"},
+			resources: []string{"leases"},
+			verbs:     []string{"get", "create", "update", "watch"},
+		}},
+	}
+
+	children := o.childRules()
+	roles := []role{cluster, lease}
+	if len(children) > 0 {
+		children[0].comment = "Read (get), watched by the child controllers (list, watch, metadata\nonly), created and updated; never deleted: the garbage collector does it.\nchildren_policy.yaml lets the operator write only the objects it labels\nas its own."
+		if o.Cluster {
+			roles = append(roles, role{
+				file: "children_role.yaml", kind: "Role", namespace: o.childNamespace(), name: "kooper-$Name-children", goVar: "neededForChildren",
+				comment: "The objects each $Kind owns, made in this namespace only (the\noperator's -child-namespace; to make them elsewhere, move this Role and\nits binding there).",
+				why:     "the objects $Plural own, in " + o.childNamespace() + " only",
+				rules:   children,
+			})
+		} else {
+			roles[0].rules = append(roles[0].rules, children...)
+		}
+	}
+
+	events := rule{groups: []string{""}, resources: []string{"events"}, verbs: []string{"create", "patch"}}
+	if o.Cluster {
+		events.comment = "patch: repeated Events are folded into one with a count."
+		roles = append(roles, role{
+			file: "events_role.yaml", kind: "Role", namespace: "default", name: "kooper-$Name-events", goVar: "neededInDefault",
+			comment: "Events about $Plural. A $Kind is cluster-scoped, and client-go's\nrecorder writes the Events of an object without a namespace in default:\nthe operator writes Events there and nowhere else.",
+			why:     "Events in default only, where client-go writes those of cluster-scoped objects",
+			rules:   []rule{events},
+		})
+	} else {
+		events.comment = "Events about $Plural, in their namespaces. patch: repeated Events are\nfolded into one with a count."
+		roles[0].rules = append(roles[0].rules, events)
+	}
+	return roles
+}
+
+// childRules are the rules on the owned kinds, one per API group.
+func (o operator) childRules() []rule {
+	var children []rule
+	for _, k := range o.Owns {
+		if n := len(children); n > 0 && children[n-1].groups[0] == k.Group {
+			children[n-1].resources = append(children[n-1].resources, k.Resource)
+			continue
+		}
+		children = append(children, rule{groups: []string{k.Group}, resources: []string{k.Resource}, verbs: childVerbs})
+	}
+	return children
+}
+
+// bindingFile is the file of a role's binding.
+func (r role) bindingFile() string { return strings.TrimSuffix(r.file, ".yaml") + "_binding.yaml" }
+
+// yamlRules renders rules as a role's rules: list.
+func yamlRules(rules []rule) string {
+	var b strings.Builder
+	b.WriteString("rules:\n")
+	for _, r := range rules {
+		if r.comment != "" {
+			for _, line := range strings.Split(r.comment, "\n") {
+				fmt.Fprintf(&b, "  # %s\n", line)
+			}
+		}
+		fmt.Fprintf(&b, "  - apiGroups: [%s]\n    resources: [%s]\n    verbs: [%s]\n", quoted(r.groups), quoted(r.resources), quoted(r.verbs))
+	}
+	return b.String()
+}
+
+// goRules renders rules as a Go []rbacv1.PolicyRule literal's elements.
+func goRules(rules []rule) string {
+	var b strings.Builder
+	for _, r := range rules {
+		fmt.Fprintf(&b, "\t{APIGroups: []string{%s}, Resources: []string{%s}, Verbs: []string{%s}},\n", quoted(r.groups), quoted(r.resources), quoted(r.verbs))
+	}
+	return b.String()
+}
+
+// quoted returns items double-quoted and comma-separated: valid YAML flow
+// and Go alike.
+func quoted(items []string) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// describeRules is a one-line summary of rules for prose.
+func describeRules(rules []rule) string {
+	var parts []string
+	for _, r := range rules {
+		parts = append(parts, fmt.Sprintf("%s (%s)", strings.Join(r.resources, ", "), strings.Join(r.verbs, ", ")))
+	}
+	return strings.Join(parts, "; ")
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// operatorREADME is operators/<name>/README.md.
+func operatorREADME(op operator) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	scope := "namespaced"
+	if op.Cluster {
+		scope = "cluster-scoped"
+	}
+	p("# $Name\n\n")
+	p("Scaffolded by `make new-operator` ([`hack/newoperator`](../../hack/newoperator/main.go)): a %s\n", scope)
+	p("`$Kind` (`$Group/v1alpha1`, [`apis/$Short/v1alpha1`](../../apis/$Short/v1alpha1/types.go)) %s.\n", op.purpose())
+	p("Replace the example field `greeting` and what is made of it with your own.\n\n")
+	p("```yaml\napiVersion: $Group/v1alpha1\nkind: $Kind\nmetadata:\n  name: demo\n")
+	if !op.Cluster {
+		p("  namespace: default\n")
+	}
+	p("spec:\n  greeting: hello   # 1 to 256 characters; the default\n```\n\n")
+
+	if len(op.Owns) > 0 {
+		where := "in the `$Kind`'s namespace (an owner reference cannot cross namespaces)"
+		if op.Cluster {
+			where = "in the namespace `-child-namespace` (default `" + op.childNamespace() + "`, which the RBAC manifests create and limit the operator's writes to: a cluster-scoped owner may own objects in any namespace)"
+		}
+		p("| child | name | from |\n|---|---|---|\n")
+		for _, k := range op.Owns {
+			from := map[string]string{
+				"ConfigMap":      "`data.greeting`: `spec.greeting`",
+				"Secret":         "`data.greeting`: `spec.greeting`",
+				"ServiceAccount": "its token is not mounted unless a pod asks",
+				"Service":        "port 80 to the port `http` of the pods labelled `$Group/$kind=<name>`",
+				"Deployment":     "one replica of the placeholder image (`handler.PlaceholderImage`), `GREETING` from `spec.greeting`, locked down",
+			}[k.Kind]
+			p("| %s | the `$Kind`'s | %s |\n", k.Kind, from)
+		}
+		p("\nEach child is made %s, labelled `app.kubernetes.io/managed-by=kooper-$Name`, and\n", where)
+		p("carries a controller owner reference to its `$Kind`: deleting the `$Kind` deletes them\n")
+		p("(the garbage collector). An object of a child's name that the `$Kind` does not control is\n")
+		p("never taken over: the `$Kind` is `Ready=False` with reason `Conflict`.\n\n")
+	}
+	p("`kubectl get $plural` shows each `$Kind`'s readiness; `status.observedGeneration` is\n")
+	p("the generation the status describes, and an Event is recorded when `Ready` changes.\n\n")
+
+	p("## How it is built\n\n| package | role |\n|---|---|\n")
+	p("| [`cmd/$Name`](cmd/$Name/main.go) | flags → `operator.Config` |\n")
+	if len(op.Owns) > 0 {
+		p("| [`internal/operator`](internal/operator/operator.go) | a `$Kind` controller and one routing controller per owned kind, Events, metrics, health, leader election |\n")
+		p("| [`internal/handler`](internal/handler/handler.go) | the `$Kind` handler: creates and updates each child ([`children.go`](internal/handler/children.go)), writes status |\n\n")
+		p("The domain logic runs only in the `$Kind` controller, one worker per `$Kind` at a time.\n")
+		p("Each owned kind has a controller of its own (`$Name-<kind>`) that watches only the metadata\n")
+		p("of the operator's children (a label selector), never resyncs, sees deletions, and only\n")
+		p("routes: its handler, [`owner.EnqueueOwner`](../../kooper/owner/doc.go), queues the child's\n")
+		p("`$Kind` in the `$Kind` controller. A child edited or deleted by hand is restored at once.\n")
+		p("Children are written with create and update: only the fields the operator sets are\n")
+		p("compared and written, so the API server's defaults and other writers' fields stay.\n\n")
+	} else {
+		p("| [`internal/operator`](internal/operator/operator.go) | the `$Kind` controller, Events, metrics, health, leader election |\n")
+		p("| [`internal/handler`](internal/handler/handler.go) | the `$Kind` handler: writes status; make the world match the spec here |\n\n")
+		p("To make objects from a `$Kind`, give each an owner reference (`owner.SetController`) and\n")
+		p("a controller of its kind whose handler is [`owner.EnqueueOwner`](../../kooper/owner/doc.go);\n")
+		p("`make new-operator` with `OWNS=` writes both, as an example to copy from.\n\n")
+	}
+
+	p("## Flags\n\n| flag | default | |\n|---|---|---|\n")
+	p("| `-kubeconfig` | in-cluster, else `$KUBECONFIG`, `~/.kube/config` | |\n")
+	p("| `-kube-api-qps`, `-kube-api-burst` | 50, 100 | |\n")
+	p("| `-http-addr` | `:8080` | `/metrics`, `/healthz`, `/readyz` |\n")
+	p("| `-leader-elect` | true | Lease `<namespace>/$Name`; turn it off only for a single replica |\n")
+	p("| `-namespace` | `$POD_NAMESPACE`, else `kooper-system` | where the Lease lives |\n")
+	if op.Cluster && len(op.Owns) > 0 {
+		p("| `-child-namespace` | `%s` | where the children are made; the RBAC must allow it |\n", op.childNamespace())
+	}
+	p("| `-resync` | 10m | the `$Kind` controller's safety-net resync |\n")
+	p("| `-log-level`, `-log-format` | `info`, `text` | |\n")
+	p("| `-tracing` | `off` | `stdout` or `otlp`: a span per handling, its API calls as children |\n")
+	p("| `-pprof` | false | Go's profiles under `/debug/pprof/` on `-http-addr` |\n")
+	p("| `-version` | | |\n\n")
+
+	p("RBAC ([`manifests/rbac/$Name`](../../manifests/rbac/$Name/kustomization.yaml)), exactly what it does:\n\n")
+	for _, r := range op.roles() {
+		where := "cluster-wide"
+		if r.namespace != "" {
+			where = "in `" + r.namespace + "`"
+		}
+		p("- %s ([`%s`](../../manifests/rbac/$Name/%s)): %s\n", where, r.file, r.file, describeRules(r.rules))
+	}
+	if len(op.Owns) > 0 {
+		p("- [`children_policy.yaml`](../../manifests/rbac/$Name/children_policy.yaml), a ValidatingAdmissionPolicy:\n")
+		p("  the operator may create and update only objects labelled `app.kubernetes.io/managed-by=kooper-$Name`,\n")
+		p("  so a stolen token can change no object the operator did not make.\n")
+	}
+	p("\nDeployment: [`manifests/$Name`](../../manifests/$Name/README.md).\n\n")
+
+	p("## Tests\n\n")
+	p("- `internal/handler`: table-driven, on the fake clientsets: ")
+	if len(op.Owns) > 0 {
+		p("a new `$Kind` gets its children and is\n  Ready, a child changed by hand is restored, an object it does not control is never taken\n  over (terminal `Conflict`), a refused write is retried (`Failed`), and a second handling\n  writes nothing.\n")
+	} else {
+		p("a new `$Kind` is Ready for its generation, one\n  being deleted is left alone, and a second handling writes nothing.\n")
+	}
+	p("- `cmd/$Name`: the command line as a shell sees it.\n")
+	p("- [`integration/`](integration/) on the local control plane, the operator running as its\n")
+	p("  ServiceAccount with leader election: a `$Kind` becomes Ready")
+	if len(op.Owns) > 0 {
+		p(" with its children, a deleted\n  child is made again")
+	}
+	p(", a spec change is Ready for its generation, a handling that finds everything in place\n")
+	p("  makes no write (checked from its trace), an Event is recorded, `/readyz` and the metrics\n")
+	p("  (`promtool check metrics`). The RBAC is compared with a hand-written list and checked by\n")
+	p("  SubjectAccessReviews")
+	if len(op.Owns) > 0 {
+		p(", the admission policy refuses writes to objects the operator did not label")
+	}
+	p(", and the deploy manifests pass a server-side dry run.\n")
+	return b.String()
+}
