@@ -14,14 +14,17 @@ GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golan
 # prints it), by one command that `make build` and the Dockerfile both run:
 # hack/build/build.sh (its test checks the binaries and that both call it).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-COMMANDS := ./examples/pod-logger ./operators/pod-terminator/cmd/pod-terminator ./operators/multi-resource/cmd/multi-resource
+# The operators are the directories of operators/ with a cmd/<name>: the two
+# samples and any that make new-operator wrote. COMMANDS are what make build
+# builds: the example controller and each operator.
+OPERATORS := $(sort $(patsubst operators/%/cmd,%,$(wildcard operators/*/cmd)))
+COMMANDS := ./examples/pod-logger $(foreach op,$(OPERATORS),./operators/$(op)/cmd/$(op))
 
-# docker-build, deploy and undeploy act on OPERATOR: one or both of OPERATORS.
+# docker-build, deploy and undeploy act on OPERATOR: one or more of OPERATORS.
 # Each operator's image is IMG when OPERATOR names one operator, else
 # IMAGE_REGISTRY/<operator>:VERSION: make docker-build, a push, then make
 # deploy with the same variables deploys what was built. kubectl acts on the
 # current context (manifests/README.md).
-OPERATORS := pod-terminator multi-resource
 OPERATOR ?= $(OPERATORS)
 IMAGE_REGISTRY ?= ghcr.io/kooperkit
 IMG ?=
@@ -112,15 +115,22 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pi
 	$(GRAFANA) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(CRDCHECK) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 
+# lint-packages lints LINT_PACKAGES of the root module only: make
+# new-operator's test lints what it wrote with it.
+.PHONY: lint-packages
+lint-packages: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run $(LINT_PACKAGES)
+
 $(GOLANGCI_LINT):
 	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) from the Go module proxy into $(dir $@) (first time: about 3 minutes)"
 	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 
 .PHONY: generate
-generate: ## Generate deepcopy, OpenAPI, apply configurations, clients, listers, informers (code-generator), CRD YAML (controller-gen, then checked as the API server checks it), the Grafana dashboards and docs/metrics.md.
+generate: ## Generate deepcopy, OpenAPI, apply configurations, clients, listers, informers (code-generator), CRD YAML (controller-gen, then checked as the API server checks it), the Grafana dashboards, docs/metrics.md, the operators index and the tutorials' code blocks.
 	CACHE_DIR="$(CACHE_DIR)" hack/codegen/generate.sh
 	$(CRDCHECK) $(GO) run .
 	$(GRAFANA) $(GO) run ./cmd/dashboards
+	$(GO) run ./hack/docs
 
 .PHONY: verify-generate
 verify-generate: ## Fail if generated code, CRDs, dashboards, docs/metrics.md or a tutorial's code block is stale, or a CRD would be refused by the API server (CEL cost included).

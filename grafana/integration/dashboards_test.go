@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"image/png"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -36,6 +37,11 @@ import (
 // rateInterval stands for Grafana's $__rate_interval: at a 1s scrape
 // interval it holds about 15 samples.
 const rateInterval = "15s"
+
+// standIn is the operator whose controllers a dashboard is evaluated with
+// when its own operator does not run here: the generic dashboard of a new
+// operator has the same panels as the Controllers row of this one's.
+const standIn = "multi-resource"
 
 func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 	if cluster == nil {
@@ -181,10 +187,16 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 		if err != nil || len(files) == 0 {
 			t.Fatalf("no dashboards in grafana/dashboards (%v)", err)
 		}
+		operators, err := dashboards.Operators(os.DirFS(root))
+		if err != nil {
+			t.Fatal(err)
+		}
+		running := slices.Sorted(maps.Keys(addrs))
+		notRun := slices.DeleteFunc(operators, func(name string) bool { return slices.Contains(running, name) })
 		evaluated := 0
 		for _, file := range files {
 			d := readDashboard(t, file)
-			controllers := controllerValue(ctx, t, prom, d)
+			controllers := controllerValue(ctx, t, prom, d, running, notRun)
 			t.Logf("%s: $controller = %s", filepath.Base(file), controllers)
 			vars := strings.NewReplacer("$"+dashboards.VarController, controllers, dashboards.VarRateInterval, rateInterval)
 			for _, p := range d.Panels {
@@ -342,6 +354,41 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 	})
 }
 
+// The dashboards of the operators run here are evaluated with their own
+// controllers; another operator's, with the stand-in's.
+func TestTheStandInReplacesOnlyTheControllersOfOperatorsNotRunHere(t *testing.T) {
+	running, notRun := []string{"multi-resource", "pod-terminator"}, []string{"web-demo"}
+	standInSelector := catalog.QueueLength + `{controller=~"multi-resource.*"}`
+	selector := func(controllers string) string {
+		return dashboards.Dashboard{Controllers: controllers}.ControllerVariableSelector()
+	}
+	tests := []struct {
+		name        string
+		selector    string
+		want        string
+		wantStoodIn bool
+		wantErr     bool
+	}{
+		{"the library's dashboard keeps every controller", selector(""), catalog.QueueLength, false, false},
+		{"a sample's dashboard keeps its operator's controllers", selector("pod-terminator.*"), selector("pod-terminator.*"), false, false},
+		{"the stand-in's own dashboard keeps its controllers", selector("multi-resource.*"), selector("multi-resource.*"), false, false},
+		{"the generic dashboard of an operator not run here gets the stand-in's", selector("web-demo.*"), standInSelector, true, false},
+		{"a sample's dashboard matching no operator keeps its selector, and fails", selector("pod-terminatr.*"), selector("pod-terminatr.*"), false, false},
+		{"a selector that does not parse is an error", catalog.QueueLength + "{", "", false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, stoodIn, err := controllersSelector(tt.selector, dashboards.VarController, running, notRun)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("got error %v, want error: %t", err, tt.wantErr)
+			}
+			if got != tt.want || stoodIn != tt.wantStoodIn {
+				t.Errorf("got %s (stood in: %t), want %s (stood in: %t)", got, stoodIn, tt.want, tt.wantStoodIn)
+			}
+		})
+	}
+}
+
 // readyz returns the status code and trimmed body of addr's /readyz, or 0
 // if it does not answer.
 func readyz(ctx context.Context, addr string) (int, string) {
@@ -395,8 +442,10 @@ var labelValues = regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
 
 // controllerValue is what Grafana puts for $controller with "All"
 // selected: the variable's allValue, or the values its query finds as a
-// regular expression. The query's selector must find at least one.
-func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashboard) string {
+// regular expression. The query's selector must find at least one. The
+// dashboard of an operator not run here (one make new-operator added, with
+// the generic dashboard) gets the stand-in's controllers instead.
+func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashboard, running, notRun []string) string {
 	t.Helper()
 	for _, v := range d.Templating.List {
 		if v.Name != dashboards.VarController {
@@ -412,18 +461,26 @@ func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashb
 		if m == nil {
 			t.Fatalf("%s: controller variable query %q is not label_values(selector, label)", d.UID, q.Query)
 		}
-		series, err := prom.query(ctx, m[1])
+		label := m[2]
+		selector, stoodIn, err := controllersSelector(m[1], label, running, notRun)
+		if err != nil {
+			t.Fatalf("%s: %v", d.UID, err)
+		}
+		if stoodIn {
+			t.Logf("%s: its operator does not run here (%s matches none of %q but one of %q): evaluating it with the %s operator's controllers", d.UID, m[1], running, notRun, standIn)
+		}
+		series, err := prom.query(ctx, selector)
 		if err != nil {
 			t.Fatalf("%s: controller variable: %v", d.UID, err)
 		}
 		var values []string
 		for _, s := range series {
-			if v := s.Metric[m[2]]; v != "" && !slices.Contains(values, regexp.QuoteMeta(v)) {
+			if v := s.Metric[label]; v != "" && !slices.Contains(values, regexp.QuoteMeta(v)) {
 				values = append(values, regexp.QuoteMeta(v))
 			}
 		}
 		if len(values) == 0 {
-			t.Fatalf("%s: controller variable query %q finds no values", d.UID, q.Query)
+			t.Fatalf("%s: controller variable selector %s finds no values", d.UID, selector)
 		}
 		if v.AllValue != "" {
 			return v.AllValue
@@ -433,4 +490,23 @@ func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashb
 	}
 	t.Fatalf("%s: no controller variable", d.UID)
 	return ""
+}
+
+// controllersSelector returns selector, the series of a controller
+// variable's query, or the stand-in's controllers (stoodIn) when its label
+// matcher matches an operator of the repository not run here and none that
+// runs (controllers are named with their operator's name as prefix). A
+// matcher that matches no operator at all, such as a typo in a sample's
+// dashboard, is kept, so that its query finds nothing and fails.
+func controllersSelector(selector, label string, running, notRun []string) (_ string, stoodIn bool, _ error) {
+	matchers, err := parser.ParseMetricSelector(selector)
+	if err != nil {
+		return "", false, fmt.Errorf("could not parse the controller variable's selector %s: %w", selector, err)
+	}
+	for _, m := range matchers {
+		if m.Name == label && !slices.ContainsFunc(running, m.Matches) && slices.ContainsFunc(notRun, m.Matches) {
+			return fmt.Sprintf("%s{%s=~%q}", catalog.QueueLength, label, standIn+".*"), true, nil
+		}
+	}
+	return selector, false, nil
 }

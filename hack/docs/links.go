@@ -98,34 +98,38 @@ func stripCodeSpans(line string) string {
 			sb.WriteString(line)
 			return sb.String()
 		}
-		n := len(line[i:]) - len(strings.TrimLeft(line[i:], "`"))
-		ticks := line[i : i+n]
-		// The span ends at the next run of exactly as many backticks.
-		end, rest := -1, line[i+n:]
-		for off := 0; ; {
-			j := strings.Index(rest[off:], ticks)
-			if j < 0 {
-				break
-			}
-			j += off
-			k := j + n
-			for k < len(rest) && rest[k] == '`' {
-				k++
-			}
-			if k-j == n {
-				end = j
-				break
-			}
-			off = k
-		}
-		if end < 0 { // no closing run: literal backticks
+		n, closed := codeSpan(line[i:])
+		if closed {
+			sb.WriteString(line[:i])
+			sb.WriteString("code")
+		} else { // literal backticks
 			sb.WriteString(line[:i+n])
-			line = line[i+n:]
-			continue
 		}
-		sb.WriteString(line[:i])
-		sb.WriteString("code")
-		line = rest[end+n:]
+		line = line[i+n:]
+	}
+}
+
+// codeSpan returns the length of the code span that s starts with (s
+// starts with a backtick): through the next run of exactly as many
+// backticks, closed. Without such a run the backticks are literal, and n is
+// their number.
+func codeSpan(s string) (n int, closed bool) {
+	n = len(s) - len(strings.TrimLeft(s, "`"))
+	ticks, rest := s[:n], s[n:]
+	for off := 0; ; {
+		j := strings.Index(rest[off:], ticks)
+		if j < 0 {
+			return n, false
+		}
+		j += off
+		k := j + n
+		for k < len(rest) && rest[k] == '`' {
+			k++
+		}
+		if k-j == n {
+			return n + k, true
+		}
+		off = k
 	}
 }
 

@@ -14,8 +14,8 @@ import (
 const repoRoot = "../.."
 
 // Every include block of the repository's Markdown equals its region, every
-// go block of README.md and docs/*.md is an include, and there is at least
-// one include.
+// go block of README.md and docs/*.md is an include, there is at least one
+// include, and every operators list is up to date.
 func TestTheDocsQuoteTheirSourcesExactly(t *testing.T) {
 	res, err := processAll(repoRoot)
 	if err != nil {
@@ -27,7 +27,10 @@ func TestTheDocsQuoteTheirSourcesExactly(t *testing.T) {
 	for _, in := range res.Stale {
 		t.Errorf("%s:%d: block differs from %s; run `go run ./hack/docs` from the repository root", in.File, in.Line, in.ref())
 	}
-	t.Logf("%d include blocks in %d Markdown files", len(res.Includes), res.Files)
+	for _, l := range res.StaleLists {
+		t.Errorf("%s:%d: operators list differs from operators/*/README.md; run `go run ./hack/docs` from the repository root", l.File, l.Line)
+	}
+	t.Logf("%d include blocks and %d operators lists in %d Markdown files", len(res.Includes), len(res.Lists), res.Files)
 }
 
 // The Go files the docs quote compile, with their tests: go vet builds and

@@ -30,6 +30,8 @@ const (
 	crdDir    = "../../../manifests/crds/$Short"
 	rbacDir   = "../../../manifests/rbac/$Name"
 	deployDir = "../../../manifests/$Name"
+	// exampleFile is the README's example, which make run applies.
+	exampleFile = "../example.yaml"
 )
 
 // kubectl runs the cluster's kubectl as admin and fails the test, with
@@ -64,9 +66,9 @@ func dataKind(op operator) (ownedKind, string, bool) {
 
 func integrationE2EGo(op operator) *goFile {
 	f := newGoFile(op, "integration_test")
-	childNS, crNS, crNSField, eventsNS := "operator.DefaultChildNamespace", "", "", `"default"`
+	childNS, crNS, eventsNS := "operator.DefaultChildNamespace", "", `"default"`
 	if !op.Cluster {
-		childNS, crNS, crNSField, eventsNS = "demoNamespace", "demoNamespace", ", Namespace: demoNamespace", "demoNamespace"
+		childNS, crNS, eventsNS = "demoNamespace", "demoNamespace", "demoNamespace"
 	}
 	if !op.Cluster {
 		f.code(`// demoNamespace holds the $Kind of the test`)
@@ -110,18 +112,19 @@ func Test$PluralEndToEnd(t *testing.T) {
 		f.code(`, with its children, controlled by it`)
 	}
 	f.printf(`", func(t *testing.T) {
+		// The README's example, as make run applies it.
+		began := time.Now()
+		kubectl(t, "apply", "-f", exampleFile)
 		var err error
-		demo, err = crs.Create(ctx, &$Alias.$Kind{ObjectMeta: metav1.ObjectMeta{Name: "demo"%s}}, metav1.CreateOptions{})
-		if err != nil {
+		if demo, err = crs.Get(ctx, "demo", metav1.GetOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		if demo.Spec.Greeting != "hello" {
-			t.Errorf("got greeting %%q, want the schema's default hello", demo.Spec.Greeting)
+			t.Errorf("got greeting %%q, want the example's hello", demo.Spec.Greeting)
 		}
-		began := time.Now()
 		e2etest.Eventually(t, 10*time.Second, "demo is Ready", func() bool { return ready(t, crs, "demo") })
 		t.Logf("demo Ready in %%s", time.Since(began).Round(time.Millisecond))
-`, crNSField)
+`)
 	if len(op.Owns) > 0 {
 		f.printf(`
 		objs := children(t, kube)

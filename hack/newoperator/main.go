@@ -11,7 +11,8 @@
 //	                                       its spec (one example field), status
 //	                                       (Ready, observedGeneration), list
 //	operators/<name>/                      cmd/<name>, internal/handler,
-//	                                       internal/operator, integration, README.md
+//	                                       internal/operator, integration, README.md,
+//	                                       example.yaml (make run applies it)
 //	manifests/rbac/<name>/                 least-privilege RBAC (a test compares it);
 //	                                       with -owns, an admission policy keeping
 //	                                       its writes to the objects it labels, and
@@ -37,9 +38,11 @@
 //
 // The generated Go is built here as text, its imports found by parsing it,
 // then formatted with go/format; the flags, the repository's module path and
-// what already exists are the only input. What it does not wire (make run, a
-// Grafana dashboard, the docs, the Makefile's lists of operators) it prints
-// at the end.
+// what already exists are the only input. The rest of the repository finds
+// the new operator by its directory (operators/<name>/cmd/<name>): make
+// build, deploy and run, a generated Grafana dashboard, the docs index and
+// the manifests tests. What is left to do by hand (a CHANGELOG line, the
+// READMEs describing each API group) it prints at the end.
 package main
 
 import (

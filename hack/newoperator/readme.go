@@ -17,11 +17,8 @@ func operatorREADME(op operator) string {
 	p("Scaffolded by `make new-operator` ([`hack/newoperator`](../../hack/newoperator/main.go)): a %s\n", scope)
 	p("`$Kind` (`$Group/v1alpha1`, [`apis/$Short/v1alpha1`](../../apis/$Short/v1alpha1/types.go)) %s.\n", op.purpose())
 	p("Replace the example field `greeting` and what is made of it with your own.\n\n")
-	p("```yaml\napiVersion: $Group/v1alpha1\nkind: $Kind\nmetadata:\n  name: demo\n")
-	if !op.Cluster {
-		p("  namespace: default\n")
-	}
-	p("spec:\n  greeting: hello   # 1 to 256 characters; the default\n```\n\n")
+	p("[`example.yaml`](example.yaml), which `make run` applies and awaits until Ready:\n\n")
+	p("<!-- include: operators/$Name/example.yaml -->\n```yaml\n%s```\n\n", exampleYAML(op))
 
 	if len(op.Owns) > 0 {
 		where := "in the `$Kind`'s namespace (an owner reference cannot cross namespaces)"
@@ -118,5 +115,17 @@ func operatorREADME(op operator) string {
 		p(", the admission policy refuses writes to objects the operator did not label")
 	}
 	p(", and the deploy manifests pass a server-side dry run.\n")
+	return b.String()
+}
+
+// exampleYAML is operators/<name>/example.yaml: a custom resource to try,
+// quoted by the README (hack/docs checks the quote).
+func exampleYAML(op operator) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: $Group/v1alpha1\nkind: $Kind\nmetadata:\n  name: demo\n")
+	if !op.Cluster {
+		b.WriteString("  namespace: default\n")
+	}
+	b.WriteString("spec:\n  greeting: hello # 1 to 256 characters; the default\n")
 	return b.String()
 }

@@ -38,6 +38,7 @@ func render(op operator) (map[string][]byte, error) {
 	}
 	r := op.replacer()
 	files[ops+"README.md"] = []byte(reflowMarkdown(r.Replace(operatorREADME(op))))
+	files[ops+"example.yaml"] = []byte(r.Replace(exampleYAML(op)))
 	for dir, texts := range map[string]map[string]string{
 		"manifests/rbac/" + op.Name: rbacFiles(op),
 		"manifests/" + op.Name:      deployFiles(op),

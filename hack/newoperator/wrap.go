@@ -82,7 +82,8 @@ const markdownWidth = 96
 
 // reflowMarkdown refills the paragraphs and list items of a Markdown
 // document at markdownWidth, so that the operator's names do not leave them
-// ragged. Headings, tables, fenced blocks and blank lines stay as written.
+// ragged. Headings, tables, fenced blocks, HTML comments and blank lines
+// stay as written.
 func reflowMarkdown(src string) string {
 	lines := strings.Split(src, "\n")
 	var out []string
@@ -111,7 +112,7 @@ func reflowMarkdown(src string) string {
 			flush()
 			fenced = !fenced
 			out = append(out, line)
-		case fenced || line == "" || strings.HasPrefix(line, "|") || strings.HasPrefix(line, "#"):
+		case fenced || line == "" || strings.HasPrefix(line, "|") || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "<!--"):
 			flush()
 			out = append(out, line)
 		case strings.HasPrefix(line, "- "):

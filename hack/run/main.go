@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,9 +40,10 @@ import (
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
-// programs are the sample programs `make run` starts, built into bin/ by
-// `make build`. Each gets -kubeconfig; its output is prefixed with its name.
-var programs = []program{
+// samples are the sample programs `make run` starts, built into bin/ by
+// `make build`, with their own flags. Each gets -kubeconfig; its output is
+// prefixed with its name.
+var samples = []program{
 	{name: "pod-logger", args: []string{"-metrics-addr", "127.0.0.1:8080"}},
 	// One replica: no leader election. The webhook needs a Service or a URL
 	// the API server can reach over TLS; the tests cover it, the demo skips it.
@@ -49,9 +51,55 @@ var programs = []program{
 	{name: "multi-resource", args: []string{"-http-addr", "127.0.0.1:8082", "-leader-elect=false"}},
 }
 
+// programs returns what make run starts: the samples, then every other
+// operator of the repository (operators/<name>/cmd/<name>, such as one
+// written by make new-operator), each on the next port from 8083, with the
+// flags every scaffolded operator has.
+func programs(root string) ([]program, error) {
+	ops, err := operators(root)
+	if err != nil {
+		return nil, err
+	}
+	progs := slices.Clone(samples)
+	port := 8083
+	for _, name := range ops {
+		if slices.ContainsFunc(samples, func(p program) bool { return p.name == name }) {
+			continue
+		}
+		progs = append(progs, program{
+			name:    name,
+			args:    []string{"-http-addr", fmt.Sprintf("127.0.0.1:%d", port), "-leader-elect=false"},
+			example: filepath.Join("operators", name, "example.yaml"),
+		})
+		port++
+	}
+	return progs, nil
+}
+
+// operators lists the operators of the repository at root: the directories
+// of operators/ with a cmd/<name>, sorted.
+func operators(root string) ([]string, error) {
+	dirs, err := filepath.Glob(filepath.Join(root, "operators", "*", "cmd"))
+	if err != nil {
+		return nil, fmt.Errorf("could not list the operators: %w", err)
+	}
+	var names []string
+	for _, d := range dirs {
+		name := filepath.Base(filepath.Dir(d))
+		if fi, err := os.Stat(filepath.Join(d, name)); err == nil && fi.IsDir() {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
 type program struct {
 	name string
 	args []string
+	// example, relative to the repository, is a custom resource applied once
+	// the program runs, and awaited until Ready.
+	example string
 }
 
 func main() {
@@ -114,8 +162,18 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	kubectl := filepath.Join(binDir, devcluster.BinKubectl)
 
+	progs, err := programs(*root)
+	if err != nil {
+		return err
+	}
 	// Kustomizations: every CRD, and each operator's namespace and RBAC.
-	for _, dir := range []string{"manifests/crds", "manifests/rbac/pod-terminator", "manifests/rbac/multi-resource"} {
+	dirs := []string{"manifests/crds"}
+	for _, p := range progs {
+		if p.name != "pod-logger" {
+			dirs = append(dirs, "manifests/rbac/"+p.name)
+		}
+	}
+	for _, dir := range dirs {
 		dir = filepath.Join(*root, dir)
 		if hasYAML(dir) {
 			say("kubectl apply -k %s", dir)
@@ -138,7 +196,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		wg.Wait()
 	}()
-	for _, p := range programs {
+	for _, p := range progs {
 		cmd := exec.Command(filepath.Join(binDir, p.name), append([]string{"-kubeconfig", path}, p.args...)...)
 		cmd.Stdout, cmd.Stderr = prefixed(out, p.name), prefixed(out, p.name)
 		cmd.SysProcAttr = ownGroup()
@@ -162,6 +220,37 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	defer removeDemo(chaosClient, say)
 	if err := demo(ctx, client, chaosClient, say); err != nil && ctx.Err() == nil {
 		return err
+	}
+	kc := kubectlCmd{bin: kubectl, kubeconfig: path, out: prefixed(out, "kubectl")}
+	// The examples are removed on the way out, while their operators still
+	// run.
+	var examples []string
+	defer func() {
+		for _, example := range examples {
+			_ = kc.run(context.Background(), "delete", "--ignore-not-found", "--wait=false", "-f", example)
+		}
+	}()
+	for _, p := range progs {
+		if p.example == "" || ctx.Err() != nil {
+			continue
+		}
+		example := filepath.Join(*root, p.example)
+		if _, err := os.Stat(example); err != nil {
+			continue
+		}
+		say("kubectl apply -f %s", p.example)
+		if err := kc.run(ctx, "apply", "-f", example); err != nil {
+			return fmt.Errorf("could not apply %s: %w", p.example, err)
+		}
+		examples = append(examples, example)
+		if err := kc.run(ctx, "wait", "--for=condition=Ready", "--timeout=60s", "-f", example); err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			say("%s is not Ready after 60s: see [%s] above", p.example, p.name)
+			continue
+		}
+		say("%s: the example %s is Ready", p.name, p.example)
 	}
 	say("try: KUBECONFIG=%s %s get podterminators,pods -A", path, kubectl)
 	say("Ctrl-C stops everything")
@@ -311,6 +400,18 @@ func showTerminations(ctx context.Context, client kubernetes.Interface, out io.W
 			}
 		}
 	}
+}
+
+// kubectlCmd runs kubectl on one cluster, its output to out.
+type kubectlCmd struct {
+	bin, kubeconfig string
+	out             io.Writer
+}
+
+func (k kubectlCmd) run(ctx context.Context, args ...string) error {
+	cmd := exec.CommandContext(ctx, k.bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
+	cmd.Stdout, cmd.Stderr = k.out, k.out
+	return cmd.Run()
 }
 
 func hasYAML(dir string) bool {

@@ -78,3 +78,40 @@ func needBinaries(t *testing.T) string {
 	}
 	return root
 }
+
+// make run starts the samples with their own flags, then every other
+// operator of the repository with the flags a scaffolded operator has, each
+// on a port of its own, and its example.
+func TestMakeRunStartsEveryOperator(t *testing.T) {
+	root := t.TempDir()
+	for _, dir := range []string{
+		"operators/pod-terminator/cmd/pod-terminator",
+		"operators/multi-resource/cmd/multi-resource",
+		"operators/web-demo/cmd/web-demo",
+		"operators/shop/cmd/shop",
+		"operators/internal/cli",     // no command: not an operator
+		"operators/half-done/cmd/hd", // its command is not named for it
+	} {
+		if err := os.MkdirAll(filepath.Join(root, dir), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	progs, err := programs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range progs {
+		got = append(got, p.name+" "+strings.Join(p.args, " ")+" "+p.example)
+	}
+	want := []string{
+		"pod-logger -metrics-addr 127.0.0.1:8080 ",
+		"pod-terminator -http-addr 127.0.0.1:8081 -leader-elect=false -webhook-addr= -namespace kooper-system ",
+		"multi-resource -http-addr 127.0.0.1:8082 -leader-elect=false ",
+		"shop -http-addr 127.0.0.1:8083 -leader-elect=false operators/shop/example.yaml",
+		"web-demo -http-addr 127.0.0.1:8084 -leader-elect=false operators/web-demo/example.yaml",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("got programs\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

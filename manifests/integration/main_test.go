@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -35,18 +36,26 @@ const (
 	namespace    = "kooper-system"
 )
 
-// operators are the deployable operators: a directory of manifests/ each.
-var operators = []struct {
+// deployable is an operator's directory of manifests/ and what its
+// kustomization must render.
+type deployable struct {
 	name string
 	// group is the API group of its custom resources: it installs that
-	// group's CRDs and no other's.
+	// group's CRDs and no other's. Empty: the one group its CRDs share,
+	// which must be no other operator's.
 	group string
 	// kinds is what its kustomization renders, sorted, once per object.
+	// Nil: at least the kinds of required, and no kind outside allowed.
 	kinds []string
 	// elsewhere names, as Kind/name, its namespaced objects that are not in
 	// namespace, with their namespace.
 	elsewhere map[string]string
-}{
+	// namespaces are the Namespaces it may create besides namespace.
+	namespaces []string
+}
+
+// samples are the sample operators, with exactly what they render.
+var samples = []deployable{
 	{
 		name:  "pod-terminator",
 		group: "chaos.kooperkit.io",
@@ -63,6 +72,56 @@ var operators = []struct {
 			"Role", "RoleBinding", "Service", "ServiceAccount",
 			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"},
 	},
+}
+
+// What an operator other than the samples (one make new-operator wrote)
+// must render, and may.
+var (
+	required = []string{"CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy", "Service", "ServiceAccount"}
+	allowed  = []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
+		"Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+)
+
+// operators are the deployable operators: the samples, then every other
+// directory of manifests/ with a deployment.yaml, such as one make
+// new-operator wrote, with the names make new-operator gives its objects
+// outside namespace.
+var operators = discover()
+
+func discover() []deployable {
+	ops := slices.Clone(samples)
+	deployments, _ := filepath.Glob(filepath.Join(manifests, "*", "deployment.yaml"))
+	for _, d := range deployments {
+		name := filepath.Base(filepath.Dir(d))
+		if slices.ContainsFunc(ops, func(op deployable) bool { return op.name == name }) {
+			continue
+		}
+		own := "kooper-" + name
+		ops = append(ops, deployable{
+			name: name,
+			elsewhere: map[string]string{
+				"Role/" + own + "-events": "default", "RoleBinding/" + own + "-events": "default",
+				"Role/" + own + "-children": own, "RoleBinding/" + own + "-children": own,
+			},
+			namespaces: []string{own},
+		})
+	}
+	return ops
+}
+
+// Every directory of manifests/ with a deployment.yaml is tested, and the
+// samples are among them.
+func TestEveryOperatorIsTested(t *testing.T) {
+	var names []string
+	for _, op := range operators {
+		names = append(names, op.name)
+	}
+	for _, want := range []string{"pod-terminator", "multi-resource"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("got operators %v, want %s among them", names, want)
+		}
+	}
+	t.Logf("operators: %v", names)
 }
 
 // kubectlPath returns the cluster's kubectl, or skips without a cluster

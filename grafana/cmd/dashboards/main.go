@@ -1,7 +1,9 @@
 // Command dashboards writes Kooper's Grafana dashboards
 // (grafana/dashboards/*.json) and the metrics page (docs/metrics.md) from
 // the definitions in grafana/internal/dashboards and the metric names in
-// grafana/internal/catalog. Run it from grafana/ (make generate does):
+// grafana/internal/catalog, with a generic dashboard for each operator of
+// the repository's operators/ that has none of its own. Run it from
+// grafana/ (make generate does):
 //
 //	go run ./cmd/dashboards
 //
@@ -22,7 +24,7 @@ import (
 )
 
 func main() {
-	dir := flag.String("dir", ".", "the grafana/ directory")
+	dir := flag.String("dir", ".", "the grafana/ directory (its parent is the repository, whose operators/ is read)")
 	check := flag.Bool("check", false, "only check that the files are up to date")
 	flag.Parse()
 	if err := run(*dir, *check); err != nil {
@@ -32,7 +34,11 @@ func main() {
 }
 
 func run(dir string, check bool) error {
-	files, err := dashboards.Files()
+	operators, err := dashboards.Operators(os.DirFS(filepath.Join(dir, "..")))
+	if err != nil {
+		return err
+	}
+	files, err := dashboards.Files(operators)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package dashboards
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
@@ -9,8 +10,38 @@ import (
 
 const queueLengthName = catalog.QueueLength
 
-// All returns the dashboards: the library's, then one per operator.
-func All() []Dashboard {
+// All returns the dashboards: the hand-written ones below (the library's,
+// then the sample operators'), then, in the order of operators, a generic
+// one for each operator that none of them has Controllers "<name>.*" for.
+// A new operator thus has a dashboard without a line of Go; it keeps it
+// until someone writes its own here.
+func All(operators []string) []Dashboard {
+	all := defined()
+	for _, name := range operators {
+		if !slices.ContainsFunc(all, func(d Dashboard) bool { return d.Controllers == name+".*" }) {
+			all = append(all, generic(name))
+		}
+	}
+	return all
+}
+
+// generic is the dashboard of an operator without its own: the controller
+// panels every operator's dashboard has, for its controllers, which are
+// named with the operator's name as prefix.
+func generic(name string) Dashboard {
+	return Dashboard{
+		UID:   "kooper-" + name,
+		Title: "Kooper / " + name,
+		Description: fmt.Sprintf("The generic dashboard of the %[1]s operator's controllers: handlings, latency, queue length, errors, retries and leader election. "+
+			"To replace it with your own panels, define a Dashboard with Controllers %[2]q in grafana/internal/dashboards/definitions.go and run make generate.", name, name+".*"),
+		Controllers: name + ".*",
+		Rows:        []Row{{Title: "Controllers", Panels: operatorControllerPanels()}},
+	}
+}
+
+// defined returns the hand-written dashboards: the library's, then one per
+// sample operator.
+func defined() []Dashboard {
 	return []Dashboard{
 		{
 			UID:         "kooper-controllers",

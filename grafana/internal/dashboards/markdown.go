@@ -9,16 +9,22 @@ import (
 )
 
 // Files returns every generated file by its path relative to the grafana/
-// directory: the dashboards' JSON and ../docs/metrics.md.
-func Files() (map[string][]byte, error) {
+// directory: the JSON of All(operators) and ../docs/metrics.md. Two
+// dashboards with one UID, such as the generic one of an operator named
+// "tenants" and the multi-resource operator's, are an error.
+func Files(operators []string) (map[string][]byte, error) {
 	files := map[string][]byte{}
-	all := All()
+	all := All(operators)
 	for _, d := range all {
+		p := "dashboards/" + d.UID + ".json"
+		if _, ok := files[p]; ok {
+			return nil, fmt.Errorf("two dashboards have UID %s", d.UID)
+		}
 		b, err := d.JSON()
 		if err != nil {
 			return nil, err
 		}
-		files["dashboards/"+d.UID+".json"] = b
+		files[p] = b
 	}
 	files["../docs/metrics.md"] = Markdown(all, catalog.All())
 	return files, nil

@@ -1,6 +1,8 @@
 // Package dashboards defines Kooper's Grafana dashboards in Go, from the
 // metric names in package catalog, and renders them as the Grafana JSON in
-// grafana/dashboards and the panel tables in docs/metrics.md.
+// grafana/dashboards and the panel tables in docs/metrics.md. An operator of
+// the repository (see Operators) without a hand-written dashboard gets a
+// generic one of its controllers, so a new operator has one without Go code.
 //
 // `go generate` (or `make generate`) writes both; a test fails when the
 // files on disk differ from what this package renders, and the Prometheus

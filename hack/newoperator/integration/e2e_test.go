@@ -42,6 +42,7 @@ func TestNewOperatorsBuildAndPassTheirTests(t *testing.T) {
 		name string
 		args []string
 		env  []string
+		want []string // lines of output it must print
 	}{
 		{name: "scaffold a cluster-scoped operator owning a ConfigMap and a ServiceAccount", args: append([]string{"go", "run", "./hack/newoperator"}, clustered...)},
 		{name: "scaffold a namespaced operator owning nothing", args: append([]string{"go", "run", "./hack/newoperator"}, namespaced...)},
@@ -54,6 +55,22 @@ func TestNewOperatorsBuildAndPassTheirTests(t *testing.T) {
 		// CI=true: a missing control plane fails rather than skips.
 		{name: "their integration tests", env: []string{"CI=true"}, args: []string{"go", "test", "-race", "-count=1",
 			"./operators/demo-cluster/integration", "./operators/demo-namespaced/integration"}},
+		// What make test checks of every operator holds for them too.
+		{name: "generated code, CRDs, dashboards and docs are up to date", args: []string{"make", "--no-print-directory", "verify-generate"}},
+		{name: "lint", args: []string{"make", "--no-print-directory", "lint-packages",
+			"LINT_PACKAGES=./apis/democluster/... ./apis/demonamespaced/... ./operators/demo-cluster/... ./operators/demo-namespaced/..."}},
+		{name: "every operator is complete", args: []string{"go", "test", "-count=1", "./operators/"}},
+		{name: "the manifests tests cover them", env: []string{"CI=true"}, args: []string{"go", "test", "-count=1",
+			"-v", "./manifests/integration"}},
+		// make run: the control plane linked into the copy's bin/, every
+		// operator built, each scaffold's example Ready.
+		{name: "link the control plane", args: []string{"make", "--no-print-directory", "controlplane", "WITH_KWOK=1"}},
+		{name: "make build", args: []string{"make", "--no-print-directory", "build"}},
+		{name: "make run starts them and their examples become Ready", args: []string{"go", "run", "./hack/run", "-duration", "60s"},
+			want: []string{
+				"demo-cluster: the example operators/demo-cluster/example.yaml is Ready",
+				"demo-namespaced: the example operators/demo-namespaced/example.yaml is Ready",
+			}},
 	}
 	for _, step := range steps {
 		began := time.Now()
@@ -69,6 +86,18 @@ func TestNewOperatorsBuildAndPassTheirTests(t *testing.T) {
 		}
 		if step.args[0] == "gofmt" && out.Len() > 0 {
 			t.Fatalf("gofmt -l lists files:\n%s", out.String())
+		}
+		for _, want := range step.want {
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%s: the output does not say %q:\n%s", step.name, want, out.String())
+			}
+		}
+		if step.args[0] == "go" && slices.Contains(step.args, "-v") {
+			for _, line := range strings.Split(out.String(), "\n") {
+				if strings.Contains(line, "operators: [") || strings.HasPrefix(strings.TrimSpace(line), "--- ") {
+					t.Log(strings.TrimSpace(line))
+				}
+			}
 		}
 	}
 }
