@@ -31,7 +31,9 @@ type Controller struct {
 	queue atomic.Pointer[workQueue]
 	// cache is Run's cache while Run runs and the cache has synced: List
 	// and Get read it.
-	cache atomic.Pointer[openCache]
+	cache atomic.Pointer[objectsRef]
+	// shards is RunSharded's share of the objects; nil otherwise.
+	shards atomic.Pointer[Shards]
 	// deleted holds the last state of deleted objects until their key is
 	// handled, with Config.HandleDeleted.
 	deleted sync.Map
@@ -115,11 +117,11 @@ func (c *Controller) SyncError() error {
 // what is computed over all objects at once, such as a gauge counting them
 // by state at scrape time, without a call to the API server.
 func (c *Controller) List() ([]runtime.Object, bool) {
-	src := c.cache.Load()
-	if src == nil {
+	ref := c.cache.Load()
+	if ref == nil {
 		return nil, false
 	}
-	items := src.informer.GetIndexer().List()
+	items := ref.src.list()
 	objs := make([]runtime.Object, 0, len(items))
 	for _, item := range items {
 		if obj, ok := item.(runtime.Object); ok {
@@ -136,11 +138,11 @@ func (c *Controller) List() ([]runtime.Object, bool) {
 // own: read it, never modify it. A child controller's handler reads its
 // owner this way (owner.EnqueueOwner), with no call to the API server.
 func (c *Controller) Get(key string) (runtime.Object, bool) {
-	src := c.cache.Load()
-	if src == nil {
+	ref := c.cache.Load()
+	if ref == nil {
 		return nil, false
 	}
-	item, exists, err := src.informer.GetIndexer().GetByKey(key)
+	item, exists, err := ref.src.get(key)
 	if err != nil || !exists {
 		return nil, false
 	}
@@ -158,8 +160,14 @@ func (c *Controller) Get(key string) (runtime.Object, bool) {
 // while a warm standby waits to lead (RunWarm), or after Run has returned
 // are dropped: the initial list, or the takeover, queues every object
 // anyway. A key whose object the cache does not hold when a worker takes it
-// is dropped too. Safe for concurrent use.
-func (c *Controller) Enqueue(key string) { c.add(key, SourceEnqueue) }
+// is dropped too, and so, under RunSharded, is a key whose object is in a
+// slot this replica does not own. Safe for concurrent use.
+func (c *Controller) Enqueue(key string) {
+	if shards := c.shards.Load(); shards != nil && !c.admits(shards, key) {
+		return // another replica's (RunSharded)
+	}
+	c.add(key, SourceEnqueue)
+}
 
 // Run fills the cache from the Retriever, then handles objects with
 // Config.ConcurrentWorkers workers until ctx is done (with
@@ -229,7 +237,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 		}
 	})
 	if src.waitSynced(ctx) {
-		c.cache.Store(src)
+		c.cache.Store(&objectsRef{src})
 		c.synced.Store(true)
 		close(synced)
 		c.log.Info("controller cache synced")
@@ -377,7 +385,7 @@ func (c *Controller) add(key, source string) {
 // worker handles keys until the queue shuts down. The workqueue never gives
 // a key to a worker while another worker still holds it (between Get and
 // Done), so one object is never handled concurrently.
-func (c *Controller) worker(ctx context.Context, id int, src *openCache, queue *workQueue) {
+func (c *Controller) worker(ctx context.Context, id int, src objects, queue *workQueue) {
 	logger := c.log.With(log.KeyWorker, id)
 	for {
 		key, shutdown := queue.Get()
@@ -393,7 +401,7 @@ func (c *Controller) worker(ctx context.Context, id int, src *openCache, queue *
 
 // process handles one key: fetch the latest state, copy it, call the
 // handler, and decide what happens to the key next.
-func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src *openCache, queue *workQueue) {
+func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src objects, queue *workQueue) {
 	item, exists, err := src.get(key)
 	var tomb any
 	switch {
@@ -414,6 +422,21 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		// Deleted since it was queued: nothing to handle.
 		queue.Forget(key)
 		return
+	}
+	if shards := c.shards.Load(); shards != nil {
+		// Sharded: only while the object's slot is this replica's, and
+		// within the slot's context, which Suspend cancels.
+		slot, ok := shards.slotOf(item)
+		var slotCtx context.Context
+		if ok {
+			slotCtx, ok = shards.begin(slot)
+		}
+		if !ok {
+			queue.Forget(key)
+			return
+		}
+		defer shards.end(slot)
+		ctx = slotCtx
 	}
 	obj := item.(runtime.Object)
 	if !c.cfg.DisableDeepCopy {

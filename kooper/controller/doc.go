@@ -74,7 +74,9 @@
 // handling as the initial list streams in), then cancels running handlers,
 // waits for them (Config.ShutdownTimeout) and returns with no goroutine left.
 // Leader election (package leaderelection) runs a Controller only while its
-// replica holds a Lease.
+// replica holds a Lease. [Controller.RunSharded] instead handles a share of
+// the objects, the slots of the UID hash space (see [SlotOf]) that a
+// [Shards] holds; package sharding runs several active replicas that way.
 //
 // # Typed handlers
 //

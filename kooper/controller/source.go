@@ -48,6 +48,17 @@ func newCacheSource(cfg Config, onError cache.WatchErrorHandlerWithContext, queu
 	return own
 }
 
+// objects is what workers, List and Get read: one open cache, or the caches
+// of a sharded controller's slots.
+type objects interface {
+	get(key string) (any, bool, error)
+	keys() []string
+	list() []any
+}
+
+// objectsRef holds an objects in an atomic.Pointer.
+type objectsRef struct{ src objects }
+
 // openCache is a cache a controller reads while its Run runs.
 type openCache struct {
 	informer cache.SharedIndexInformer
@@ -69,6 +80,9 @@ func (o *openCache) get(key string) (any, bool, error) {
 	}
 	return item, exists, err
 }
+
+// list returns every object the cache holds.
+func (o *openCache) list() []any { return o.informer.GetIndexer().List() }
 
 // keys returns the key of every object the cache holds, and of those tapped
 // from the initial list that it has not got yet.

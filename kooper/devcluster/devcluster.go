@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +49,10 @@ type Options struct {
 	StartTimeout time.Duration
 	// Progress, if set, receives one line per start-up step.
 	Progress io.Writer
+	// FeatureGates are kube-apiserver's feature gates, over the defaults:
+	// ShardedListAndWatch (alpha, for package sharding's server-side mode)
+	// is on. Set it false to see what a cluster without it does.
+	FeatureGates map[string]bool
 }
 
 // endregion: options
@@ -170,6 +178,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--allow-privileged=true",
 		"--cert-dir=" + filepath.Join(c.dir, "apiserver"),
 	}
+	apiArgs = append(apiArgs, "--feature-gates="+featureGates(c.opts.FeatureGates))
 	if !c.opts.ControllerManager {
 		// No controller-manager creates the default ServiceAccount.
 		apiArgs = append(apiArgs, "--disable-admission-plugins=ServiceAccount")
@@ -371,4 +380,16 @@ func (c *Cluster) progress(step string, began time.Time) {
 // certificates on loopback.
 func insecure() *tls.Config {
 	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback health check of a self-signed component
+}
+
+// featureGates is the --feature-gates value: the defaults (see
+// Options.FeatureGates) with set over them, sorted.
+func featureGates(set map[string]bool) string {
+	gates := map[string]bool{"ShardedListAndWatch": true}
+	maps.Copy(gates, set)
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(gates)) {
+		parts = append(parts, name+"="+strconv.FormatBool(gates[name]))
+	}
+	return strings.Join(parts, ",")
 }

@@ -1,0 +1,675 @@
+package sharding
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/log"
+)
+
+// Names on the Leases of a sharded controller.
+const (
+	// LabelGroup marks every Lease of one sharded controller's replicas;
+	// its value is Config.Name.
+	LabelGroup = "sharding.kooperkit.io/group"
+	// AnnotationSlots holds the slots a replica claims: it may be handling
+	// them, so no other replica may (e.g. "0-3,7").
+	AnnotationSlots = "sharding.kooperkit.io/slots"
+	// AnnotationSlotCount holds the number of slots; replicas of one group
+	// must agree on it.
+	AnnotationSlotCount = "sharding.kooperkit.io/slot-count"
+)
+
+// Defaults of Config.
+const (
+	DefaultSlots         = 32
+	DefaultLeaseDuration = 15 * time.Second
+	DefaultRenewDeadline = 10 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
+// Mode says how a replica retrieves its share.
+type Mode string
+
+// The modes.
+const (
+	// ModeAuto detects the mode at start (the default).
+	ModeAuto Mode = ""
+	// ModeServerSide retrieves each slot with a shard selector: the API
+	// server sends only the share (feature gate ShardedListAndWatch).
+	ModeServerSide Mode = "server-side"
+	// ModeClientSide retrieves every object and handles only the share.
+	ModeClientSide Mode = "client-side"
+)
+
+var (
+	// ErrInvalidConfig is wrapped by every error New returns for a bad
+	// Config.
+	ErrInvalidConfig = errors.New("invalid sharding config")
+)
+
+// Runnable is what runs next to the sharded controllers in every replica,
+// unsharded: the child controllers that route keys to their owner's
+// sharded controller, for example.
+type Runnable interface {
+	Run(ctx context.Context) error
+}
+
+// Config configures a Runner.
+type Config struct {
+	// Name names the group of replicas: the prefix of their Leases' names
+	// and the value of their LabelGroup label. At most 52 characters.
+	// Required.
+	Name string
+	// Namespace holds the Leases, usually the operator's. Required.
+	Namespace string
+	// Client reads and writes the Leases (get, list, watch, create, update,
+	// delete), e.g. clientset.CoordinationV1(). Required.
+	Client coordinationv1client.LeasesGetter
+	// Identity names this replica in its Lease's holderIdentity. Default:
+	// the host name plus a random suffix.
+	Identity string
+	// Slots is how many slots the hash space is cut into, a power of two up
+	// to 256; every replica of the group must use the same. More slots
+	// share more evenly and move in smaller steps; server-side, each owned
+	// slot is a watch. Default DefaultSlots.
+	Slots int
+	// Mode is how the share is retrieved. Default ModeAuto.
+	Mode Mode
+
+	// LeaseDuration is how long the other replicas wait after this one's
+	// last renewal before they take its slots. Default 15s.
+	LeaseDuration time.Duration
+	// RenewDeadline is how long after its last successful renewal a
+	// replica keeps handling; after it, it stops and checks its claims
+	// again before it handles anything. Default 10s.
+	RenewDeadline time.Duration
+	// RetryPeriod is the wait between renewals. Default 2s.
+	RetryPeriod time.Duration
+
+	// Logger receives the runner's logs. Default log.Noop.
+	Logger log.Logger
+	// Recorder receives the mode and the number of slots owned. Default:
+	// none.
+	Recorder Recorder
+}
+
+// Recorder receives a sharded replica's state; kooper/metrics/prometheus
+// implements it.
+type Recorder interface {
+	SetShards(name string, mode Mode, owned, total int)
+}
+
+type noopRecorder struct{}
+
+func (noopRecorder) SetShards(string, Mode, int, int) {}
+
+func (c *Config) defaults() {
+	if c.Slots == 0 {
+		c.Slots = DefaultSlots
+	}
+	if c.LeaseDuration <= 0 {
+		c.LeaseDuration = DefaultLeaseDuration
+	}
+	if c.RenewDeadline <= 0 {
+		c.RenewDeadline = DefaultRenewDeadline
+	}
+	if c.RetryPeriod <= 0 {
+		c.RetryPeriod = DefaultRetryPeriod
+	}
+	if c.Identity == "" {
+		host, _ := os.Hostname()
+		c.Identity = host + "_" + randomID(4)
+	}
+	if c.Logger == nil {
+		c.Logger = log.Noop
+	}
+	if c.Recorder == nil {
+		c.Recorder = noopRecorder{}
+	}
+}
+
+func (c Config) validate(sharded []*controller.Controller) error {
+	switch {
+	case len(sharded) == 0:
+		return fmt.Errorf("%w: no controller to shard", ErrInvalidConfig)
+	case c.Name == "":
+		return fmt.Errorf("%w: name is required", ErrInvalidConfig)
+	case len(c.Name) > 52 || len(validation.IsDNS1123Subdomain(c.Name+"-x")) > 0:
+		return fmt.Errorf("%w: name %q must be a DNS subdomain of at most 52 characters", ErrInvalidConfig, c.Name)
+	case c.Namespace == "":
+		return fmt.Errorf("%w: namespace is required", ErrInvalidConfig)
+	case c.Client == nil:
+		return fmt.Errorf("%w: client is required", ErrInvalidConfig)
+	case !controller.ValidSlotCount(c.Slots):
+		return fmt.Errorf("%w: %d slots, want a power of two from 1 to %d", ErrInvalidConfig, c.Slots, controller.MaxSlots)
+	case c.Mode != ModeAuto && c.Mode != ModeServerSide && c.Mode != ModeClientSide:
+		return fmt.Errorf("%w: unknown mode %q", ErrInvalidConfig, c.Mode)
+	case c.RenewDeadline >= c.LeaseDuration:
+		return fmt.Errorf("%w: renew deadline %s must be below lease duration %s", ErrInvalidConfig, c.RenewDeadline, c.LeaseDuration)
+	case c.RetryPeriod >= c.RenewDeadline:
+		return fmt.Errorf("%w: retry period %s must be below renew deadline %s", ErrInvalidConfig, c.RetryPeriod, c.RenewDeadline)
+	}
+	budget := c.LeaseDuration - c.RenewDeadline
+	for _, ctrl := range sharded {
+		if ctrl.ShutdownTimeout() >= budget {
+			return fmt.Errorf("%w: a controller's shutdown timeout %s must be below lease duration - renew deadline = %s, or another replica could start a slot while this one still handles it",
+				ErrInvalidConfig, ctrl.ShutdownTimeout(), budget)
+		}
+	}
+	return nil
+}
+
+// Runner runs sharded controllers in one replica: it holds the replica's
+// Lease, agrees with the other replicas' Runners on who owns which slot
+// (docs/sharding.md), and has each controller handle the objects of the
+// slots it owns. Build one with New.
+type Runner struct {
+	cfg     Config
+	sharded []*controller.Controller
+	others  []Runnable
+	log     log.Logger
+
+	mode   atomic.Value // Mode, once detected
+	owned  atomic.Pointer[[]int]
+	shards []*controller.Shards
+
+	// Run's state, touched by Run's loop only.
+	lease     *coordinationv1.Lease // as last written or read
+	claims    map[int]bool          // in the Lease's annotation
+	verified  map[int]bool          // acquired by the controllers
+	view      *view
+	suspended atomic.Bool // set by the deadline timer
+	deadline  *time.Timer
+	// lastRenew is the start of the last successful renewal.
+	lastRenew atomic.Pointer[time.Time]
+}
+
+// New returns a Runner for the controllers sharded (each handles its share
+// of its own objects, all with the same slots) and others, run unsharded
+// in every replica. Errors wrap ErrInvalidConfig.
+func New(cfg Config, sharded []*controller.Controller, others ...Runnable) (*Runner, error) {
+	cfg.defaults()
+	if err := cfg.validate(sharded); err != nil {
+		return nil, err
+	}
+	r := &Runner{cfg: cfg, sharded: sharded, others: others,
+		log: cfg.Logger.With("group", cfg.Namespace+"/"+cfg.Name, log.KeyIdentity, cfg.Identity)}
+	r.owned.Store(new([]int))
+	return r, nil
+}
+
+// Mode returns how this replica retrieves its share: ModeAuto until Run
+// has detected it.
+func (r *Runner) Mode() Mode {
+	m, _ := r.mode.Load().(Mode)
+	return m
+}
+
+// Slots returns the slots this replica handles now, sorted. Safe for
+// concurrent use.
+func (r *Runner) Slots() []int { return slices.Clone(*r.owned.Load()) }
+
+// Run runs the controllers until ctx is done. It creates this replica's
+// Lease, renews it, takes and gives up slots as replicas come and go, and
+// on the way out gives up every slot (after its handlings returned) and
+// deletes the Lease, so that the others take its slots at once. It returns
+// nil after a clean shutdown, or the first error of a controller or of the
+// start.
+func (r *Runner) Run(ctx context.Context) error {
+	mode := r.cfg.Mode
+	if mode == ModeAuto {
+		server, err := r.sharded[0].DetectServerSharding(ctx)
+		if err != nil {
+			return err
+		}
+		mode = ModeClientSide
+		if server {
+			mode = ModeServerSide
+		}
+	}
+	r.mode.Store(mode)
+	if mode == ModeServerSide {
+		r.log.Info("sharding server-side: the API server sends each replica its share only", "slots", r.cfg.Slots)
+	} else {
+		r.log.Warn("sharding client-side: the API server cannot shard (feature gate ShardedListAndWatch off), so every replica retrieves and caches every object and handles its share only", "slots", r.cfg.Slots)
+	}
+	r.shards = make([]*controller.Shards, len(r.sharded))
+	for i := range r.sharded {
+		s, err := controller.NewShards(r.cfg.Slots, mode == ModeServerSide)
+		if err != nil {
+			return err
+		}
+		r.shards[i] = s
+	}
+	r.report()
+
+	r.deadline = time.AfterFunc(r.cfg.RenewDeadline, r.expire)
+	defer r.deadline.Stop()
+	if err := r.createLease(ctx); err != nil {
+		return err
+	}
+
+	// The controllers run until the slots are given up, after ctx.
+	runCtx, stopRunning := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRunning()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	failed := make(chan struct{})
+	var failOnce sync.Once
+	runOne := func(run func(context.Context) error) {
+		wg.Go(func() {
+			if err := run(runCtx); err != nil && runCtx.Err() == nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				failOnce.Do(func() { close(failed) })
+			}
+		})
+	}
+	for i, c := range r.sharded {
+		runOne(func(ctx context.Context) error { return c.RunSharded(ctx, r.shards[i]) })
+	}
+	for _, o := range r.others {
+		runOne(o.Run)
+	}
+
+	wake := make(chan struct{}, 1)
+	r.view = newView(r.cfg.LeaseDuration)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	wg.Go(func() { r.watchLeases(watchCtx, wake) })
+
+	err := r.loop(ctx, wake, failed)
+	stopWatch()
+	r.leave()
+	stopRunning()
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return firstErr
+}
+
+// loop takes a step every RetryPeriod (with jitter), and at once when the
+// Leases change, until ctx is done or a controller failed.
+func (r *Runner) loop(ctx context.Context, wake <-chan struct{}, failed <-chan struct{}) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-failed:
+			return nil
+		case <-timer.C:
+		case <-wake:
+		}
+		if err := r.step(ctx); err != nil {
+			return err
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		next := jitter(r.cfg.RetryPeriod)
+		if d, ok := r.view.nextExpiry(time.Now()); ok && d < next {
+			next = d // a replica that stopped renewing is gone then: rebalance at once
+		}
+		timer.Reset(next)
+	}
+}
+
+// step renews the Lease, then gives up the slots this replica should no
+// longer own and claims those it should (docs/sharding.md).
+func (r *Runner) step(ctx context.Context) error {
+	if !r.renew(ctx) {
+		return nil // logged; tried again next step
+	}
+	now := time.Now()
+	r.cleanUp(ctx, now)
+	if other, bad := r.view.mismatched(now, r.cfg.Slots); bad {
+		// Two partitions of the hash space cannot share out one set of
+		// objects: hold nothing until the other replica is gone (a rolling
+		// update that changes Slots finishes with the old replicas gone).
+		if len(r.claims) > 0 {
+			r.log.Error("another replica of the group uses another number of slots: handling nothing until it is gone", "other", other, "slots", r.cfg.Slots)
+			r.suspend()
+			r.claims = map[int]bool{}
+			if err := r.write(ctx); err != nil {
+				r.log.Warn("could not give up the claims", log.KeyErr, err)
+			}
+		}
+		return nil
+	}
+	members, claimsOf := r.view.live(now, r.lease.Name)
+	claimsOf[r.lease.Name] = slices.Collect(maps.Keys(r.claims))
+	members = append(members, r.lease.Name)
+	slices.Sort(members)
+	want := map[int]bool{}
+	for _, s := range assign(r.cfg.Slots, members, claimsOf)[r.lease.Name] {
+		want[s] = true
+	}
+
+	// 1. Release first: stop, drain, then remove the claim.
+	released := false
+	for s := range r.claims {
+		if want[s] {
+			continue
+		}
+		if !r.release(ctx, s) {
+			continue // still draining: keep the claim
+		}
+		delete(r.claims, s)
+		released = true
+	}
+	if released {
+		if err := r.write(ctx); err != nil {
+			r.log.Warn("could not record released slots (still claimed)", log.KeyErr, err)
+		}
+	}
+
+	// 2. Claim what is free, then check with a quorum read.
+	taken := map[int]bool{}
+	for name, slots := range claimsOf {
+		if name != r.lease.Name {
+			for _, s := range slots {
+				taken[s] = true
+			}
+		}
+	}
+	added := false
+	for s := range want {
+		if !r.claims[s] && !taken[s] {
+			r.claims[s] = true
+			added = true
+		}
+	}
+	if added {
+		if err := r.write(ctx); err != nil {
+			r.log.Warn("could not claim slots", log.KeyErr, err)
+			return nil
+		}
+	}
+	if len(r.claims) > len(r.verified) {
+		r.verify(ctx)
+	}
+	r.report()
+	return nil
+}
+
+// verify checks the claims not yet verified against every Lease of the
+// group, read from the API server (a quorum read) after they were written:
+// a slot no other live replica claims is acquired; one that another
+// claims is given up.
+func (r *Runner) verify(ctx context.Context) {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.RenewDeadline/2)
+	defer cancel()
+	list, err := r.cfg.Client.Leases(r.cfg.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelGroup + "=" + r.cfg.Name})
+	if err != nil {
+		r.log.Warn("could not read the group's Leases to check claims", log.KeyErr, err)
+		return
+	}
+	now := time.Now()
+	r.view.replace(list.Items, now)
+	if other, bad := r.view.mismatched(now, r.cfg.Slots); bad {
+		r.log.Error("another replica of the group uses another number of slots: handling nothing until it is gone", "other", other, "slots", r.cfg.Slots)
+		r.suspend()
+		r.claims = map[int]bool{}
+		if err := r.write(ctx); err != nil {
+			r.log.Warn("could not give up the claims", log.KeyErr, err)
+		}
+		return
+	}
+	_, claimsOf := r.view.live(now, r.lease.Name)
+	taken := map[int]string{}
+	for name, slots := range claimsOf {
+		for _, s := range slots {
+			taken[s] = name
+		}
+	}
+	dropped := false
+	var acquired []int
+	for s := range r.claims {
+		if r.verified[s] {
+			continue
+		}
+		if other, ok := taken[s]; ok {
+			r.log.Info("slot claimed by another replica too: giving it up", "slot", s, "other", other)
+			delete(r.claims, s)
+			dropped = true
+			continue
+		}
+		for _, sh := range r.shards {
+			_ = sh.Acquire(s) // s is in range: the annotation was checked
+		}
+		r.verified[s] = true
+		acquired = append(acquired, s)
+	}
+	if len(acquired) > 0 {
+		r.log.Info("slots acquired", "slots", formatSlots(acquired))
+	}
+	if dropped {
+		if err := r.write(ctx); err != nil {
+			r.log.Warn("could not give up conflicting claims (still claimed, not handled)", log.KeyErr, err)
+		}
+	}
+}
+
+// release stops handling slot s (verified or not) and waits for its
+// handlings, up to the retry period; false if they still run, and the
+// claim must stay.
+func (r *Runner) release(ctx context.Context, s int) bool {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.RetryPeriod)
+	defer cancel()
+	was := r.verified[s]
+	delete(r.verified, s) // no key of it is taken from now on
+	for _, sh := range r.shards {
+		if err := sh.Release(cctx, s); err != nil {
+			r.log.Info("slot released, its handlings still running: the claim stays until they return", "slot", s)
+			return false
+		}
+	}
+	if was {
+		r.log.Info("slot released", "slot", s)
+	}
+	return true
+}
+
+// renew writes the Lease (renewTime and claims) and reports whether it
+// could. After a lapse (the deadline passed, the handlings were suspended)
+// every claim must be verified again.
+func (r *Runner) renew(ctx context.Context) bool {
+	if r.suspended.Swap(false) {
+		r.suspend() // again, from the loop: slots verified meanwhile too
+		r.log.Warn("lease not renewed within the renew deadline: stopped handling, claims will be checked again", "deadline", r.cfg.RenewDeadline)
+	}
+	err := r.write(ctx)
+	if apierrors.IsNotFound(err) {
+		// Deleted by a replica that saw it expired: nothing is owned.
+		r.suspend()
+		r.claims = map[int]bool{}
+		r.log.Warn("this replica's Lease was deleted: starting again with no slot")
+		err = r.createLease(ctx)
+	}
+	if err != nil {
+		r.log.Warn("could not renew the Lease", log.KeyErr, err)
+		if time.Since(*r.lastRenew.Load()) >= r.cfg.RenewDeadline {
+			r.suspend()
+		}
+		return false
+	}
+	return true
+}
+
+// write stores the Lease with the claims and a new renewTime; on success
+// the handling deadline moves to the write's start plus RenewDeadline.
+func (r *Runner) write(ctx context.Context) error {
+	cctx, cancel := context.WithTimeout(ctx, r.cfg.RenewDeadline/2)
+	defer cancel()
+	start := time.Now()
+	l := r.lease.DeepCopy()
+	l.Annotations[AnnotationSlots] = formatSlots(slices.Collect(maps.Keys(r.claims)))
+	l.Spec.RenewTime = &metav1.MicroTime{Time: start}
+	got, err := r.cfg.Client.Leases(r.cfg.Namespace).Update(cctx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) {
+		// Changed by someone else (kubectl?): take its version, keep ours.
+		if cur, getErr := r.cfg.Client.Leases(r.cfg.Namespace).Get(cctx, l.Name, metav1.GetOptions{}); getErr == nil {
+			l.ResourceVersion = cur.ResourceVersion
+			got, err = r.cfg.Client.Leases(r.cfg.Namespace).Update(cctx, l, metav1.UpdateOptions{})
+		}
+	}
+	if err != nil {
+		return err
+	}
+	r.lease = got
+	r.renewed(start)
+	return nil
+}
+
+// renewed records a successful write that started at start.
+func (r *Runner) renewed(start time.Time) {
+	r.lastRenew.Store(&start)
+	until := start.Add(r.cfg.RenewDeadline)
+	for _, sh := range r.shards {
+		sh.SetValidUntil(until)
+	}
+	r.deadline.Reset(time.Until(until))
+}
+
+// expire runs when the renew deadline passed with no renewal: the
+// handlings are stopped at once, not at the next step.
+func (r *Runner) expire() {
+	if last := r.lastRenew.Load(); last != nil && time.Since(*last) < r.cfg.RenewDeadline {
+		return // renewed meanwhile
+	}
+	r.suspended.Store(true)
+	for _, sh := range r.shards {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.LeaseDuration-r.cfg.RenewDeadline)
+		_ = sh.Suspend(ctx)
+		cancel()
+	}
+	r.owned.Store(new([]int))
+}
+
+// suspend stops every handling now (the loop's own path).
+func (r *Runner) suspend() {
+	for _, sh := range r.shards {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.LeaseDuration-r.cfg.RenewDeadline)
+		_ = sh.Suspend(ctx)
+		cancel()
+	}
+	r.verified = map[int]bool{}
+	r.report()
+}
+
+// createLease creates this replica's Lease, with no claims.
+func (r *Runner) createLease(ctx context.Context) error {
+	start := time.Now()
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        r.cfg.Name + "-" + randomID(5),
+			Namespace:   r.cfg.Namespace,
+			Labels:      map[string]string{LabelGroup: r.cfg.Name},
+			Annotations: map[string]string{AnnotationSlots: "", AnnotationSlotCount: strconv.Itoa(r.cfg.Slots)},
+		},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity:       ptr.To(r.cfg.Identity),
+			LeaseDurationSeconds: ptr.To(int32(r.cfg.LeaseDuration / time.Second)),
+			AcquireTime:          &metav1.MicroTime{Time: start},
+			RenewTime:            &metav1.MicroTime{Time: start},
+		},
+	}
+	got, err := r.cfg.Client.Leases(r.cfg.Namespace).Create(ctx, l, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("could not create the Lease of this replica: %w", err)
+	}
+	r.lease = got
+	r.claims, r.verified = map[int]bool{}, map[int]bool{}
+	r.renewed(start)
+	r.log.Info("joined the group", "lease", got.Name)
+	return nil
+}
+
+// leave gives up every slot, waiting for its handlings, and deletes the
+// Lease, so that the other replicas take the slots at once.
+func (r *Runner) leave() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RenewDeadline)
+	defer cancel()
+	for s := range r.verified {
+		for _, sh := range r.shards {
+			if err := sh.Release(ctx, s); err != nil {
+				r.log.Warn("handlings still running on the way out: the Lease is left to expire", "slot", s)
+				return
+			}
+		}
+	}
+	r.verified = map[int]bool{}
+	r.report()
+	// No resourceVersion precondition: only this replica writes its Lease,
+	// and a write cancelled with ctx may have been stored all the same.
+	err := r.cfg.Client.Leases(r.cfg.Namespace).Delete(ctx, r.lease.Name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		r.log.Warn("could not delete the Lease: the others take its slots once it expires", log.KeyErr, err)
+		return
+	}
+	r.log.Info("left the group")
+}
+
+// cleanUp deletes the Leases of replicas gone for ten lease durations.
+func (r *Runner) cleanUp(ctx context.Context, now time.Time) {
+	for _, l := range r.view.stale(now, 10*r.cfg.LeaseDuration) {
+		err := r.cfg.Client.Leases(r.cfg.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
+			Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion},
+		})
+		if err == nil {
+			r.log.Info("deleted the Lease of a replica gone for long", "lease", l.Name)
+		}
+	}
+}
+
+// report publishes the owned slots.
+func (r *Runner) report() {
+	owned := slices.Sorted(maps.Keys(r.verified))
+	r.owned.Store(&owned)
+	r.cfg.Recorder.SetShards(r.cfg.Name, r.Mode(), len(owned), r.cfg.Slots)
+}
+
+// jitter returns d plus up to 20 %.
+func jitter(d time.Duration) time.Duration {
+	return d + time.Duration(rand.Int64N(int64(d)/5+1))
+}
+
+// randomID returns n random bytes in hex.
+func randomID(n int) string {
+	b := make([]byte, n)
+	_, _ = crand.Read(b)
+	return hex.EncodeToString(b)
+}

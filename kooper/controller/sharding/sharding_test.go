@@ -1,0 +1,134 @@
+package sharding_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/controller/sharding"
+)
+
+// quick are timings for tests.
+func quick(client *fake.Clientset) sharding.Config {
+	return sharding.Config{
+		Name: "pods", Namespace: "ns", Client: client.CoordinationV1(), Slots: 4,
+		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
+	}
+}
+
+func newController(t *testing.T) *controller.Controller {
+	t.Helper()
+	c, err := controller.New(controller.Config{
+		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
+		Retriever: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{}),
+		Handler:   controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting until %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A replica alone takes every slot, says so in its Lease, and deletes the
+// Lease when it stops. The in-memory retriever cannot shard: client-side.
+func TestAReplicaAloneTakesEverySlotAndLeavesNoLease(t *testing.T) {
+	client := fake.NewClientset()
+	r, err := sharding.New(quick(client), []*controller.Controller{newController(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	eventually(t, "every slot is taken", func() bool { return len(r.Slots()) == 4 })
+	if r.Mode() != sharding.ModeClientSide {
+		t.Errorf("got mode %q, want client-side", r.Mode())
+	}
+	leases, err := client.CoordinationV1().Leases("ns").List(context.Background(), metav1.ListOptions{})
+	if err != nil || len(leases.Items) != 1 {
+		t.Fatalf("got leases %v, %v; want one", leases, err)
+	}
+	l := leases.Items[0]
+	if l.Labels[sharding.LabelGroup] != "pods" || l.Annotations[sharding.AnnotationSlots] != "0-3" || l.Annotations[sharding.AnnotationSlotCount] != "4" {
+		t.Errorf("got lease labels %v, annotations %v", l.Labels, l.Annotations)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoordinationV1().Leases("ns").Get(context.Background(), l.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the Lease is still there after Run returned: %v", err)
+	}
+}
+
+// A live replica of the group with another number of slots holds every
+// other back, even when it claims nothing: a replica handles nothing until
+// that Lease expires.
+func TestAReplicaWithAnotherSlotCountHoldsTheOthersBack(t *testing.T) {
+	client := fake.NewClientset(&coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "pods-old", Namespace: "ns",
+			Labels:      map[string]string{sharding.LabelGroup: "pods"},
+			Annotations: map[string]string{sharding.AnnotationSlots: "", sharding.AnnotationSlotCount: "8"}},
+		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](2)},
+	})
+	r, err := sharding.New(quick(client), []*controller.Controller{newController(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	began := time.Now()
+	eventually(t, "the slots are taken once the other Lease expired", func() bool { return len(r.Slots()) == 4 })
+	if waited := time.Since(began); waited < 2*time.Second {
+		t.Errorf("took the slots %s after start, while a replica with 8 slots was live (its lease lasts 2s)", waited)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNewRefusesABadConfig(t *testing.T) {
+	client := fake.NewClientset()
+	c := newController(t)
+	for name, mutate := range map[string]func(*sharding.Config){
+		"no name":             func(c *sharding.Config) { c.Name = "" },
+		"a name too long":     func(c *sharding.Config) { c.Name = "a23456789012345678901234567890123456789012345678901234" },
+		"3 slots":             func(c *sharding.Config) { c.Slots = 3 },
+		"an unknown mode":     func(c *sharding.Config) { c.Mode = "both" },
+		"deadline over lease": func(c *sharding.Config) { c.RenewDeadline = 3 * time.Second },
+		"no namespace":        func(c *sharding.Config) { c.Namespace = "" },
+	} {
+		cfg := quick(client)
+		mutate(&cfg)
+		if _, err := sharding.New(cfg, []*controller.Controller{c}); !errors.Is(err, sharding.ErrInvalidConfig) {
+			t.Errorf("%s: got %v, want ErrInvalidConfig", name, err)
+		}
+	}
+	if _, err := sharding.New(quick(client), nil); !errors.Is(err, sharding.ErrInvalidConfig) {
+		t.Errorf("no controller: got %v, want ErrInvalidConfig", err)
+	}
+}
