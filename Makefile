@@ -16,9 +16,9 @@ GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golan
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 # The operators are the directories of operators/ with a cmd/<name>: the two
 # samples and any that make new-operator wrote. COMMANDS are what make build
-# builds: the example controller and each operator.
+# builds: the example controllers and each operator.
 OPERATORS := $(sort $(patsubst operators/%/cmd,%,$(wildcard operators/*/cmd)))
-COMMANDS := ./examples/pod-logger $(foreach op,$(OPERATORS),./operators/$(op)/cmd/$(op))
+COMMANDS := ./examples/pod-logger ./examples/pod-sharding $(foreach op,$(OPERATORS),./operators/$(op)/cmd/$(op))
 
 # docker-build, deploy and undeploy act on OPERATOR: one or more of OPERATORS.
 # Each operator's image is IMG when OPERATOR names one operator, else

@@ -49,6 +49,11 @@ var samples = []program{
 	// the API server can reach over TLS; the tests cover it, the demo skips it.
 	{name: "pod-terminator", args: []string{"-http-addr", "127.0.0.1:8081", "-leader-elect=false", "-webhook-addr=", "-namespace", "kooper-system"}},
 	{name: "multi-resource", args: []string{"-http-addr", "127.0.0.1:8082", "-leader-elect=false"}},
+	// Three replicas of one sharded controller: each prints the pods of
+	// its slots only (docs/tutorial-sharding.md).
+	{name: "pod-sharding-1", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-1"}},
+	{name: "pod-sharding-2", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-2"}},
+	{name: "pod-sharding-3", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-3"}},
 }
 
 // programs returns what make run starts: the samples, then every other
@@ -96,6 +101,8 @@ func operators(root string) ([]string, error) {
 
 type program struct {
 	name string
+	// bin is the binary in bin/, if not name.
+	bin  string
 	args []string
 	// example, relative to the repository, is a custom resource applied once
 	// the program runs, and awaited until Ready.
@@ -169,7 +176,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	// Kustomizations: every CRD, and each operator's namespace and RBAC.
 	dirs := []string{"manifests/crds"}
 	for _, p := range progs {
-		if p.name != "pod-logger" {
+		if dir := filepath.Join(*root, "manifests", "rbac", p.name); hasYAML(dir) {
 			dirs = append(dirs, "manifests/rbac/"+p.name)
 		}
 	}
@@ -197,7 +204,11 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		wg.Wait()
 	}()
 	for _, p := range progs {
-		cmd := exec.Command(filepath.Join(binDir, p.name), append([]string{"-kubeconfig", path}, p.args...)...)
+		bin := p.bin
+		if bin == "" {
+			bin = p.name
+		}
+		cmd := exec.Command(filepath.Join(binDir, bin), append([]string{"-kubeconfig", path}, p.args...)...)
 		cmd.Stdout, cmd.Stderr = prefixed(out, p.name), prefixed(out, p.name)
 		cmd.SysProcAttr = ownGroup()
 		if err := cmd.Start(); err != nil {

@@ -47,6 +47,9 @@ func TestMakeRunShowsTheSampleProgramsAtWork(t *testing.T) {
 		regexp.MustCompile(`\[events\] PodTerminator kooper-demo-victims: Terminated terminated [12] of [45] live pods \(40%, minimum 3\): kooper-demo/victim-`),
 		regexp.MustCompile(`deleted PodTerminator kooper-demo-victims`),
 		regexp.MustCompile(`Tenant demo is Ready: Namespace tenant-demo, ResourceQuota tenant-quota, LimitRange tenant-limits, RoleBinding tenant-admins, NetworkPolicy tenant-default-deny`),
+		// The sharded replicas share the pods: some replica prints each.
+		regexp.MustCompile(`\[pod-sharding-[123]\] pod kooper-demo/victim-\S+ is \S+ \(slot \d+\)`),
+		regexp.MustCompile(`\[pod-sharding-[123]\] .*msg="slots owned" count=1[01] `),
 		regexp.MustCompile(`stopping the local control plane`),
 	} {
 		if !want.MatchString(got) {
@@ -68,7 +71,7 @@ func tail(s string, n int) string {
 func needBinaries(t *testing.T) string {
 	t.Helper()
 	root, _ := filepath.Abs("../..")
-	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger", "pod-terminator", "multi-resource"} {
+	for _, bin := range []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler, "pod-logger", "pod-terminator", "multi-resource", "pod-sharding"} {
 		if _, err := os.Stat(filepath.Join(root, "bin", bin)); err != nil {
 			if os.Getenv("CI") == "true" {
 				t.Fatalf("bin/%s is missing: make test builds it (make controlplane WITH_KWOK=1 build)", bin)
@@ -108,6 +111,9 @@ func TestMakeRunStartsEveryOperator(t *testing.T) {
 		"pod-logger -metrics-addr 127.0.0.1:8080 ",
 		"pod-terminator -http-addr 127.0.0.1:8081 -leader-elect=false -webhook-addr= -namespace kooper-system ",
 		"multi-resource -http-addr 127.0.0.1:8082 -leader-elect=false ",
+		"pod-sharding-1 -identity pod-sharding-1 ",
+		"pod-sharding-2 -identity pod-sharding-2 ",
+		"pod-sharding-3 -identity pod-sharding-3 ",
 		"shop -http-addr 127.0.0.1:8083 -leader-elect=false operators/shop/example.yaml",
 		"web-demo -http-addr 127.0.0.1:8084 -leader-elect=false operators/web-demo/example.yaml",
 	}

@@ -202,6 +202,8 @@ type Runner struct {
 	deadline  *time.Timer
 	// lastRenew is the start of the last successful renewal.
 	lastRenew atomic.Pointer[time.Time]
+	// joined is true while this replica's Lease exists.
+	joined atomic.Bool
 }
 
 // New returns a Runner for the controllers sharded (each handles its share
@@ -228,6 +230,17 @@ func (r *Runner) Mode() Mode {
 // Slots returns the slots this replica handles now, sorted. Safe for
 // concurrent use.
 func (r *Runner) Slots() []int { return slices.Clone(*r.owned.Load()) }
+
+// Ready reports this replica's state for /readyz (kooper/health's
+// Config.Ready): an error until it has joined its group, then how it
+// shards, e.g. "sharded server-side: 11 of 32 slots". A replica that owns
+// no slot yet is ready: the others own them. Safe for concurrent use.
+func (r *Runner) Ready() (string, error) {
+	if !r.joined.Load() {
+		return "", errors.New("sharding: not in the group yet")
+	}
+	return fmt.Sprintf("sharded %s: %d of %d slots", r.Mode(), len(*r.owned.Load()), r.cfg.Slots), nil
+}
 
 // Run runs the controllers until ctx is done. It creates this replica's
 // Lease, renews it, takes and gives up slots as replicas come and go, and
@@ -614,6 +627,7 @@ func (r *Runner) createLease(ctx context.Context) error {
 	r.lease = got
 	r.claims, r.verified = map[int]bool{}, map[int]bool{}
 	r.renewed(start)
+	r.joined.Store(true)
 	r.log.Info("joined the group", "lease", got.Name)
 	return nil
 }
@@ -621,6 +635,7 @@ func (r *Runner) createLease(ctx context.Context) error {
 // leave gives up every slot, waiting for its handlings, and deletes the
 // Lease, so that the other replicas take the slots at once.
 func (r *Runner) leave() {
+	r.joined.Store(false)
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RenewDeadline)
 	defer cancel()
 	for s := range r.verified {

@@ -62,7 +62,13 @@ func TestAReplicaAloneTakesEverySlotAndLeavesNoLease(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.Run(ctx) }()
+	if _, err := r.Ready(); err == nil {
+		t.Error("ready before Run")
+	}
 	eventually(t, "every slot is taken", func() bool { return len(r.Slots()) == 4 })
+	if status, err := r.Ready(); err != nil || status != "sharded client-side: 4 of 4 slots" {
+		t.Errorf("Ready() = %q, %v", status, err)
+	}
 	if r.Mode() != sharding.ModeClientSide {
 		t.Errorf("got mode %q, want client-side", r.Mode())
 	}
