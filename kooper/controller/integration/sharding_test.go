@@ -89,8 +89,40 @@ func (l *shardLog) handledAll(t *testing.T, client kubernetes.Interface, ns stri
 }
 
 // partition is a transport that can be cut: new requests fail and open
-// responses (watches) stop delivering, as if the network went away.
-type partition struct{ cut atomic.Bool }
+// responses (watches) stop delivering, as if the network went away. It
+// also counts the requests, by verb and resource.
+type partition struct {
+	cut atomic.Bool
+
+	mu       sync.Mutex
+	requests map[string]int
+}
+
+// take returns the requests counted since the last take.
+func (p *partition) take() map[string]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := p.requests
+	p.requests = map[string]int{}
+	return out
+}
+
+// requestKind is "VERB resource" of a request, e.g. "PUT leases",
+// "GET configmaps?watch".
+func requestKind(req *http.Request) string {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	resource := parts[len(parts)-1]
+	for i, p := range parts {
+		if (p == "leases" || p == "configmaps") && i < len(parts) {
+			resource = p
+		}
+	}
+	kind := req.Method + " " + resource
+	if req.URL.Query().Get("watch") == "true" {
+		kind += "?watch"
+	}
+	return kind
+}
 
 var errPartitioned = errors.New("partitioned by the test")
 
@@ -99,6 +131,12 @@ func (p *partition) wrap(rt http.RoundTripper) http.RoundTripper {
 		if p.cut.Load() {
 			return nil, errPartitioned
 		}
+		p.mu.Lock()
+		if p.requests == nil {
+			p.requests = map[string]int{}
+		}
+		p.requests[requestKind(req)]++
+		p.mu.Unlock()
 		resp, err := rt.RoundTrip(req)
 		if err == nil {
 			resp.Body = &cuttableBody{ReadCloser: resp.Body, p: p}
@@ -295,8 +333,25 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 	balanced(t, 10*time.Second, "scale-down to 2", a, c)
 	t.Logf("b's slots taken %s after it was stopped", time.Since(left).Round(time.Millisecond))
 
+	// At rest, a replica writes its Lease once per retry period and
+	// nothing else: a renewal must not set off the others'.
+	a.net.take()
+	time.Sleep(4 * shardRetry)
+	if rest := a.net.take(); rest["PUT leases"] > 5 || len(rest) > 1 {
+		t.Errorf("a made %v in %s at rest, want about 4 Lease renewals", rest, 4*shardRetry)
+	} else {
+		t.Logf("at rest, a made %v in %s", rest, 4*shardRetry)
+	}
+
+	// What a move costs: the requests of every replica from d's start
+	// until the slots are balanced (renewals included).
+	for _, r := range []*replica{a, c} {
+		r.net.take()
+	}
+	moveBegan := time.Now()
 	d := startReplica(t, cluster, group, ns, "d", log)
 	balanced(t, 30*time.Second, "scale-up to 3 again", a, c, d)
+	t.Logf("scale-up to 3 again took %s; requests: a %v, c %v, d (new) %v", time.Since(moveBegan).Round(time.Millisecond), a.net.take(), c.net.take(), d.net.take())
 
 	// c is cut off: it stops handling after its renew deadline, and the
 	// others take its slots after its lease duration.

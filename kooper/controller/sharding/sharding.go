@@ -363,8 +363,13 @@ func (r *Runner) loop(ctx context.Context, wake <-chan struct{}, failed <-chan s
 // step renews the Lease, then gives up the slots this replica should no
 // longer own and claims those it should (docs/sharding.md).
 func (r *Runner) step(ctx context.Context) error {
-	if !r.renew(ctx) {
-		return nil // logged; tried again next step
+	// Renew when due (or after a lapse), not on every wake-up: a step
+	// woken by another replica's renewal must not write, or every renewal
+	// would set off every other replica's.
+	if last := r.lastRenew.Load(); last == nil || time.Since(*last) >= r.cfg.RetryPeriod || r.suspended.Load() || len(r.claims) > len(r.verified) {
+		if !r.renew(ctx) {
+			return nil // logged; tried again next step
+		}
 	}
 	now := time.Now()
 	r.cleanUp(ctx, now)
