@@ -24,13 +24,16 @@ import (
 	"syscall"
 	"time"
 
+	prom "github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/sharding"
+	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
 func main() {
@@ -52,6 +55,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	namespace := fs.String("namespace", "default", "where the replicas' Leases are")
 	identity := fs.String("identity", "", "this replica's name in logs and its Lease (default: host name and a random suffix)")
 	slots := fs.Int("slots", sharding.DefaultSlots, "slots of the hash space: a power of two up to 256, the same in every replica")
+	metricsAddr := fs.String("metrics-addr", "", "address serving /metrics (the controller's and kooper_sharding_slots), /healthz and /readyz; empty disables it")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	duration := fs.Duration("duration", 0, "stop after this long (0: until interrupted)")
 	if err := fs.Parse(args); err != nil {
@@ -74,6 +78,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ctx, cancel = context.WithTimeout(ctx, *duration)
 		defer cancel()
 	}
+	registry := prom.NewRegistry()
+	recorder, err := prometheus.New(registry, prometheus.Options{})
+	if err != nil {
+		return err
+	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
 	if err != nil {
 		return fmt.Errorf("could not load kubeconfig %s: %w", *kubeconfig, err)
@@ -92,6 +101,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Retriever: controller.NewRetriever(client, pods.List, pods.Watch),
 		Handler:   controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.Pod](logPod(stdout, *slots))),
 		Logger:    logger,
+		// The controller's metrics, as any controller's.
+		MetricsRecorder: recorder,
 	})
 	if err != nil {
 		return err
@@ -109,13 +120,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Identity:  *identity,
 		Slots:     *slots,
 		Logger:    logger,
+		// kooper_sharding_slots: the slots this replica owns, and the mode.
+		Recorder: recorder,
 	}, []*controller.Controller{ctrl})
 	if err != nil {
 		return err
 	}
+	// endregion: runner
+	if *metricsAddr != "" {
+		// region: ready
+		srv, err := health.Start(health.Config{Addr: *metricsAddr, Gatherer: registry, Ready: runner.Ready, Logger: logger})
+		// endregion: ready
+		if err != nil {
+			return err
+		}
+		defer srv.Stop()
+	}
 	go reportSlots(ctx, runner, logger)
 	return runner.Run(ctx)
-	// endregion: runner
 }
 
 // region: handler

@@ -2,8 +2,10 @@
 // operators run as built binaries against a local control plane, doing real
 // work; Prometheus (Debian's package) scrapes them every second; then every
 // panel expression of grafana/dashboards is evaluated through Prometheus'
-// HTTP API, each of its metric selectors on its own too, and every metric
-// family the catalog lists for an operator must be in its /metrics.
+// HTTP API, each of its metric selectors on its own too (but for those
+// charting only families no operator run here exposes, such as sharding's),
+// and every metric family the catalog lists for an operator must be in its
+// /metrics.
 package integration
 
 import (

@@ -51,9 +51,9 @@ var samples = []program{
 	{name: "multi-resource", args: []string{"-http-addr", "127.0.0.1:8082", "-leader-elect=false"}},
 	// Three replicas of one sharded controller: each prints the pods of
 	// its slots only (docs/tutorial-sharding.md).
-	{name: "pod-sharding-1", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-1"}},
-	{name: "pod-sharding-2", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-2"}},
-	{name: "pod-sharding-3", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-3"}},
+	{name: "pod-sharding-1", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-1", "-metrics-addr", "127.0.0.1:8181"}},
+	{name: "pod-sharding-2", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-2", "-metrics-addr", "127.0.0.1:8182"}},
+	{name: "pod-sharding-3", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-3", "-metrics-addr", "127.0.0.1:8183"}},
 }
 
 // programs returns what make run starts: the samples, then every other

@@ -111,9 +111,9 @@ func TestMakeRunStartsEveryOperator(t *testing.T) {
 		"pod-logger -metrics-addr 127.0.0.1:8080 ",
 		"pod-terminator -http-addr 127.0.0.1:8081 -leader-elect=false -webhook-addr= -namespace kooper-system ",
 		"multi-resource -http-addr 127.0.0.1:8082 -leader-elect=false ",
-		"pod-sharding-1 -identity pod-sharding-1 ",
-		"pod-sharding-2 -identity pod-sharding-2 ",
-		"pod-sharding-3 -identity pod-sharding-3 ",
+		"pod-sharding-1 -identity pod-sharding-1 -metrics-addr 127.0.0.1:8181 ",
+		"pod-sharding-2 -identity pod-sharding-2 -metrics-addr 127.0.0.1:8182 ",
+		"pod-sharding-3 -identity pod-sharding-3 -metrics-addr 127.0.0.1:8183 ",
 		"shop -http-addr 127.0.0.1:8083 -leader-elect=false operators/shop/example.yaml",
 		"web-demo -http-addr 127.0.0.1:8084 -leader-elect=false operators/web-demo/example.yaml",
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -83,8 +85,10 @@ func TestReplicasShareThePodsAndTakeOverAStoppedOnesShare(t *testing.T) {
 	log := &logged{by: map[string]map[string]bool{}, last: map[string]string{}}
 	procs := map[string]*exec.Cmd{}
 	var readers sync.WaitGroup
+	addrs := map[string]string{}
 	for _, id := range []string{"one", "two", "three"} {
-		cmd := exec.Command(bin, "-kubeconfig", cluster.KubeconfigPath(), "-namespace", ns.Name, "-identity", id)
+		addrs[id] = freeAddr(t)
+		cmd := exec.Command(bin, "-kubeconfig", cluster.KubeconfigPath(), "-namespace", ns.Name, "-identity", id, "-metrics-addr", addrs[id])
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -155,6 +159,18 @@ func TestReplicasShareThePodsAndTakeOverAStoppedOnesShare(t *testing.T) {
 	}
 	t.Logf("pods printed per replica: %v", share)
 
+	// /readyz says how the replica shards, /metrics how many slots it owns.
+	for _, id := range []string{"one", "two", "three"} {
+		ready := get(t, "http://"+addrs[id]+"/readyz")
+		if !regexp.MustCompile(`^sharded server-side: 1[01] of 32 slots`).MatchString(ready) {
+			t.Errorf("%s /readyz: %q", id, ready)
+		}
+		metrics := get(t, "http://"+addrs[id]+"/metrics")
+		if !regexp.MustCompile(`(?m)^kooper_sharding_slots\{group="pod-sharding",mode="server-side"\} 1[01]$`).MatchString(metrics) {
+			t.Errorf("%s /metrics has no kooper_sharding_slots of 10 or 11:\n%s", id, grepLines(metrics, "kooper_sharding"))
+		}
+	}
+
 	// Stop "two": its pods go to the others.
 	_ = procs["two"].Process.Signal(syscall.SIGTERM)
 	if err := procs["two"].Wait(); err != nil {
@@ -212,4 +228,40 @@ func (w *prefixWriter) Write(p []byte) (int, error) {
 		}
 	}
 	return len(p), nil
+}
+
+// freeAddr returns a free 127.0.0.1 address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// get returns the body of url.
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url) //nolint:noctx // a test's one-off request
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }

@@ -25,9 +25,13 @@ const (
 type Source string
 
 // The sources. Every operator built on the library exposes Library,
-// RESTClient and Runtime; each operator exposes its own.
+// RESTClient and Runtime; each operator exposes its own. Sharding's
+// families are registered by New too, but have series only in the replicas
+// of a sharded controller (a sharding.Runner with the Recorder), which no
+// sample operator runs.
 const (
 	Library       Source = "kooper/metrics/prometheus: New"
+	Sharding      Source = "kooper/metrics/prometheus: New, in a sharded replica"
 	RESTClient    Source = "kooper/metrics/prometheus: RegisterRESTClientMetrics"
 	Runtime       Source = "client_golang: Go and process collectors"
 	PodTerminator Source = "operators/pod-terminator"
@@ -56,6 +60,9 @@ const (
 	Leader         = "kooper_controller_leader"
 	RetrieveErrors = "kooper_controller_retrieve_errors_total"
 
+	ShardingSlots      = "kooper_sharding_slots"
+	ShardingGroupSlots = "kooper_sharding_group_slots"
+
 	RESTRequests    = "kooper_rest_client_requests_total"
 	RESTLatency     = "kooper_rest_client_request_duration_seconds"
 	RESTRateLimiter = "kooper_rest_client_rate_limiter_duration_seconds"
@@ -83,6 +90,9 @@ var families = []Family{
 	{QueueLength, Gauge, []string{"controller"}, "keys waiting in the queue now", Library},
 	{Leader, Gauge, []string{"controller"}, "1 while this process holds the Lease named controller, 0 otherwise (only with leader election)", Library},
 	{RetrieveErrors, Counter, []string{"controller", "kind"}, "failed lists and watches of the cache: kind decode (an object the Go type cannot hold; nothing of that type is handled until it is fixed or deleted) or api", Library},
+
+	{ShardingSlots, Gauge, []string{"group", "mode"}, "slots of the sharded group (sharding.Config.Name) this replica owns, by mode: server-side or client-side; summed over the replicas it equals kooper_sharding_group_slots once the slots have settled", Sharding},
+	{ShardingGroupSlots, Gauge, []string{"group"}, "slots of the sharded group, shared among its replicas (sharding.Config.Slots)", Sharding},
 
 	{RESTRequests, Counter, []string{"code", "method", "host"}, "requests to the API server, by HTTP status code", RESTClient},
 	{RESTLatency, Histogram, []string{"verb", "host"}, "API request latency, as the client saw it", RESTClient},

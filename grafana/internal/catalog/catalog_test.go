@@ -16,6 +16,7 @@ import (
 
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
@@ -35,6 +36,7 @@ func TestTheCatalogMatchesWhatTheLibraryRegisters(t *testing.T) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rec.IncQueuedEvent("c", controller.SourceChange)
 	rec.SetLeader("c", true)
+	rec.SetShards("c", sharding.ModeServerSide, 1, 2)
 
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404}`, http.StatusNotFound)
@@ -57,7 +59,7 @@ func TestTheCatalogMatchesWhatTheLibraryRegisters(t *testing.T) {
 		}
 		gathered[f.Name] = f
 	}
-	for _, want := range catalog.Exposed(catalog.Library, catalog.RESTClient, catalog.Runtime) {
+	for _, want := range catalog.Exposed(catalog.Library, catalog.Sharding, catalog.RESTClient, catalog.Runtime) {
 		got, ok := gathered[want.Name]
 		if !ok {
 			t.Errorf("%s (%s) is in the catalog but not registered", want.Name, want.Source)
@@ -70,7 +72,7 @@ func TestTheCatalogMatchesWhatTheLibraryRegisters(t *testing.T) {
 	}
 	for name := range gathered {
 		if strings.HasPrefix(name, "kooper_") {
-			if f, ok := catalog.Lookup(name); !ok || (f.Source != catalog.Library && f.Source != catalog.RESTClient) {
+			if f, ok := catalog.Lookup(name); !ok || !slices.Contains([]catalog.Source{catalog.Library, catalog.Sharding, catalog.RESTClient}, f.Source) {
 				t.Errorf("the library registers %s, which the catalog does not list as the library's", name)
 			}
 		}

@@ -136,9 +136,9 @@ func TestTheDashboardsCoverWhatTheyPromise(t *testing.T) {
 		uid     string
 		sources []catalog.Source
 	}{
-		// The library's dashboard charts every library, REST client and
-		// runtime family; each operator's, all of its own.
-		{"kooper-controllers", []catalog.Source{catalog.Library, catalog.RESTClient, catalog.Runtime}},
+		// The library's dashboard charts every library, sharding, REST
+		// client and runtime family; each operator's, all of its own.
+		{"kooper-controllers", []catalog.Source{catalog.Library, catalog.Sharding, catalog.RESTClient, catalog.Runtime}},
 		{"kooper-pod-terminator", []catalog.Source{catalog.PodTerminator}},
 		{"kooper-tenants", []catalog.Source{catalog.Tenants}},
 	}

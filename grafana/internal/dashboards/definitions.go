@@ -46,11 +46,12 @@ func defined() []Dashboard {
 		{
 			UID:         "kooper-controllers",
 			Title:       "Kooper / Controllers",
-			Description: "Every Kooper controller: its queue, handlings, errors, leader election, and the API requests of its process.",
+			Description: "Every Kooper controller: its queue, handlings, errors, leader election, sharding, and the API requests of its process.",
 			Rows: []Row{
 				{Title: "Queue", Panels: queuePanels()},
 				{Title: "Handling", Panels: handlingPanels()},
 				{Title: "Leader election and API server requests", Panels: append([]Panel{leaderPanel(), retrievePanel()}, restPanels()...)},
+				{Title: "Sharding", Panels: shardingPanels()},
 				{Title: "Processes", Panels: processPanels()},
 			},
 		},
@@ -256,6 +257,32 @@ func leaderPanel() Panel {
 			Expr:   "max by (controller, instance) (" + sel(catalog.Leader) + ")",
 			Legend: "{{controller}} {{instance}}",
 		}},
+	}
+}
+
+// shardingPanels chart the replicas of sharded controllers, by group (the
+// sharding.Config.Name, not a controller's name: the controller variable
+// does not apply).
+func shardingPanels() []Panel {
+	return []Panel{
+		{
+			Title:       "Slots owned per replica",
+			Description: "Slots of each sharded group that each replica owns, and its mode. client-side: the API server cannot shard, so every replica lists and caches every object and handles its share only.",
+			Unit:        "short",
+			Targets: []Target{{
+				Expr:   fmt.Sprintf("sum by (group, instance, mode) (%s)", catalog.ShardingSlots),
+				Legend: "{{group}} {{instance}} {{mode}}",
+			}},
+		},
+		{
+			Title:       "Slots owned / total per group",
+			Description: "Slots owned, summed over the replicas, against the group's slots. Below the total while slots move or after a replica vanished, until its Lease expires: objects of the unowned slots wait. Above it only for a scrape while a slot moves.",
+			Unit:        "short",
+			Targets: []Target{
+				{Expr: fmt.Sprintf("sum by (group) (%s)", catalog.ShardingSlots), Legend: "{{group}} owned"},
+				{Expr: fmt.Sprintf("max by (group) (%s)", catalog.ShardingGroupSlots), Legend: "{{group}} total"},
+			},
+		},
 	}
 }
 

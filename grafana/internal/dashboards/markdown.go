@@ -61,11 +61,12 @@ func Markdown(dashboards []Dashboard, families []catalog.Family) []byte {
 		}
 		w("| `%s` | %s | %s | %s | %s |\n", f.Name, f.Type, labels, exposedBy(f.Source), escape(f.Meaning))
 	}
-	w("\nLabels hold controller names, PodTerminator names, kinds, codes and verbs, never a pod's or\n")
-	w("child's name, so the number of series follows the number of controllers and custom resources.\n")
+	w("\nLabels hold controller and sharded group names, PodTerminator names, kinds, codes and verbs, never\n")
+	w("a pod's or child's name, so the number of series follows the number of controllers and custom resources.\n")
 	w("Every controller's series exist at zero from its first event; `kooper_controller_leader` exists only\n")
-	w("with leader election; `kooper_tenants` only on the replica running the controllers; the pod-terminator\n")
-	w("series of a PodTerminator appear with its first period.\n\n")
+	w("with leader election; the `kooper_sharding_` families only in the replicas of a sharded controller\n")
+	w("(kooper/controller/sharding; no sample operator shards); `kooper_tenants` only on the replica running\n")
+	w("the controllers; the pod-terminator series of a PodTerminator appear with its first period.\n\n")
 	w("## Dashboards\n\n")
 	w("Import the JSON files of [`grafana/dashboards`](../grafana/dashboards) into Grafana (10 or later).\n")
 	w("Each has two variables: `datasource` (a Prometheus data source) and `controller` (multi-value,\n")
@@ -105,6 +106,8 @@ func exposedBy(s catalog.Source) string {
 		return "every operator (REST client)"
 	case catalog.Runtime:
 		return "every operator (Go runtime)"
+	case catalog.Sharding:
+		return "a sharded replica"
 	}
 	return "every operator"
 }

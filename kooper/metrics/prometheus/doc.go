@@ -2,7 +2,8 @@
 //
 // [New] registers the metrics below on the prometheus.Registerer it is
 // given (never the global default) and returns a [Recorder], which
-// implements [controller.MetricsRecorder] for any number of controllers:
+// implements [controller.MetricsRecorder] for any number of controllers,
+// the leader election Recorder and [sharding.Recorder]:
 //
 //	reg := prometheus.NewRegistry()
 //	rec, err := kooperprom.New(reg, kooperprom.Options{})
@@ -23,6 +24,8 @@
 //	| kooper_controller_queue_length            | gauge     | controller          | keys waiting in the queue now          |
 //	| kooper_controller_leader                  | gauge     | controller          | 1 while leading, 0 otherwise           |
 //	| kooper_controller_retrieve_errors_total   | counter   | controller, kind    | failed lists and watches of the cache  |
+//	| kooper_sharding_slots                     | gauge     | group, mode         | slots of the group this replica owns   |
+//	| kooper_sharding_group_slots               | gauge     | group               | slots of the group, over all replicas  |
 //
 // RegisterRESTClientMetrics adds client-go's REST client metrics, for every
 // client of the process (see its documentation for why they are process-wide):
@@ -51,6 +54,10 @@
 //     the Retriever's Go type (one bad object blocks the whole cache until it
 //     is fixed or deleted) and "api" for any other failure
 //     ([controller.RetrieveErrorDecode], [controller.RetrieveErrorAPI]).
+//   - group is a sharded controller's sharding.Config.Name, given to
+//     [Recorder.SetShards].
+//   - mode is how the replica retrieves its share: "server-side" or
+//     "client-side" ([sharding.ModeServerSide], [sharding.ModeClientSide]).
 //
 // No label ever holds an object's name, so the number of series grows with
 // the number of controllers, not with the number of objects.
@@ -62,6 +69,12 @@
 // kooper_controller_leader is the exception: it exists only for names passed
 // to SetLeader, because a controller without leader election is neither
 // leading nor waiting. Across replicas, sum by (controller) of it should be 1.
+// Likewise the kooper_sharding_ gauges exist only for groups passed to
+// SetShards. Across replicas, sum by (group) of kooper_sharding_slots equals
+// kooper_sharding_group_slots once the slots have settled; while slots move
+// it is less (a slot given up is not yet claimed), and scrapes of replicas
+// at different moments may briefly count a moved slot twice. A replica whose
+// mode changes keeps no series for the old one.
 //
 // Both histograms use [Options].Buckets, by default [DefaultBuckets]: 1ms
 // doubling to about 33s, which covers a handler making a few API calls as

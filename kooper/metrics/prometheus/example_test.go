@@ -3,11 +3,13 @@ package prometheus_test
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
@@ -124,6 +126,44 @@ func ExampleRecorder_IncQueuedEvent() {
 	// controller=tenants source=requeue 0
 	// controller=tenants source=resync 0
 	// controller=tenants source=retry 1
+}
+
+// A sharded replica reports the slots it owns, labelled with its mode, and
+// the slots of its group: summed over the replicas, the first equals the
+// second once the slots have settled. A new mode, such as the detected one
+// after "" (sharding.ModeAuto), replaces the old mode's series.
+func ExampleRecorder_SetShards() {
+	reg := prometheus.NewRegistry()
+	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var _ sharding.Recorder = rec // what a sharding.Config takes
+
+	rec.SetShards("tenants", sharding.ModeAuto, 0, 32)
+	rec.SetShards("tenants", sharding.ModeServerSide, 11, 32)
+
+	mfs, err := reg.Gather()
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "kooper_sharding_") {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			fmt.Println(mf.GetName(), strings.Join(labels, " "), m.GetGauge().GetValue())
+		}
+	}
+	// Output:
+	// kooper_sharding_group_slots group=tenants 32
+	// kooper_sharding_slots group=tenants mode=server-side 11
 }
 
 // A registry holds one Recorder. A second New on the same registry fails

@@ -11,6 +11,7 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/sharding"
 )
 
 // Label names. Their values are bounded: see the package documentation.
@@ -20,6 +21,8 @@ const (
 	labelSuccess    = "success"
 	labelReason     = "reason"
 	labelKind       = "kind"
+	labelGroup      = "group"
+	labelMode       = "mode"
 )
 
 // sources are the values of the source label that get a cached series per
@@ -66,7 +69,8 @@ func (o Options) validate() error {
 }
 
 // Recorder records controller metrics in Prometheus. It implements
-// [controller.MetricsRecorder]; one Recorder serves every controller of a
+// [controller.MetricsRecorder], the leader election Recorder (SetLeader)
+// and [sharding.Recorder]; one Recorder serves every controller of a
 // process. Create it with [New]. It is safe for concurrent use, and a nil
 // *Recorder records nothing.
 type Recorder struct {
@@ -80,13 +84,23 @@ type Recorder struct {
 	leader    *prom.GaugeVec
 	retrieve  *prom.CounterVec
 
+	// The sharding gauges, and the mode last given to SetShards by group,
+	// so that a new mode's series replaces the old one's.
+	slots      *prom.GaugeVec
+	groupSlots *prom.GaugeVec
+	modesMu    sync.Mutex
+	modes      map[string]sharding.Mode
+
 	// children caches each controller's series: controller name to
 	// *children. Controller names are few and long-lived, so entries are
 	// never removed.
 	children sync.Map
 }
 
-var _ controller.MetricsRecorder = (*Recorder)(nil)
+var (
+	_ controller.MetricsRecorder = (*Recorder)(nil)
+	_ sharding.Recorder          = (*Recorder)(nil)
+)
 
 // children holds one controller's series, looked up once so that recording
 // is a map load and an atomic add.
@@ -154,11 +168,20 @@ func New(reg prom.Registerer, opts Options) (*Recorder, error) {
 			Name: "kooper_controller_retrieve_errors_total",
 			Help: "Failed lists and watches of a controller's cache, by kind: decode (an answer the Go type cannot hold) or api.",
 		}, []string{labelController, labelKind}),
+		slots: prom.NewGaugeVec(prom.GaugeOpts{
+			Name: "kooper_sharding_slots",
+			Help: "Slots of a sharded controller's group that this replica owns, by mode: server-side or client-side.",
+		}, []string{labelGroup, labelMode}),
+		groupSlots: prom.NewGaugeVec(prom.GaugeOpts{
+			Name: "kooper_sharding_group_slots",
+			Help: "Slots of a sharded controller's group, shared among its replicas.",
+		}, []string{labelGroup}),
+		modes: map[string]sharding.Mode{},
 	}
 
-	// One collector for all nine metrics, so that registration either
+	// One collector for all eleven metrics, so that registration either
 	// succeeds for all of them or changes nothing.
-	all := collectors{r.queued, r.queueWait, r.handle, r.retries, r.dropped, r.panics, r.queueLen, r.leader, r.retrieve}
+	all := collectors{r.queued, r.queueWait, r.handle, r.retries, r.dropped, r.panics, r.queueLen, r.leader, r.retrieve, r.slots, r.groupSlots}
 	if err := reg.Register(all); err != nil {
 		if errors.As(err, new(prom.AlreadyRegisteredError)) {
 			return nil, fmt.Errorf("could not register controller metrics, share one Recorder per registry instead of creating another: %w", err)
@@ -276,6 +299,29 @@ func (r *Recorder) SetLeader(name string, leading bool) {
 	}
 	// Leadership changes rarely: no cache needed.
 	r.leader.WithLabelValues(name).Set(v)
+}
+
+// SetShards implements [sharding.Recorder]. It sets kooper_sharding_slots
+// for group name (the sharding.Config.Name) and mode to owned, the slots
+// this replica handles, and kooper_sharding_group_slots for name to total,
+// the slots of the group. A sharding.Runner calls it at start and as the
+// slots it owns change. Given a mode other than the last one for name, it
+// deletes the last mode's series, so that a sum over replicas counts this
+// replica once.
+func (r *Recorder) SetShards(name string, mode sharding.Mode, owned, total int) {
+	if r == nil {
+		return
+	}
+	// Slots move rarely: no cache needed. The lock keeps the delete and the
+	// set of concurrent calls in order.
+	r.modesMu.Lock()
+	defer r.modesMu.Unlock()
+	if last, ok := r.modes[name]; ok && last != mode {
+		r.slots.DeleteLabelValues(name, string(last))
+	}
+	r.modes[name] = mode
+	r.slots.WithLabelValues(name, string(mode)).Set(float64(owned))
+	r.groupSlots.WithLabelValues(name).Set(float64(total))
 }
 
 // forController returns name's series, creating them at zero on first use.

@@ -17,6 +17,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
@@ -35,7 +36,8 @@ func newRecorder(t *testing.T, opts kooperprom.Options) (*kooperprom.Recorder, *
 }
 
 // recordEverything calls every Recorder method at least once for "pods",
-// and SetLeader for a leading "pods" and a waiting "standby".
+// SetLeader for a leading "pods" and a waiting "standby", and SetShards for
+// a replica of group "tenants" owning 8 of 32 slots.
 func recordEverything(rec *kooperprom.Recorder) {
 	rec.IncQueuedEvent("pods", controller.SourceInitial)
 	rec.IncQueuedEvent("pods", controller.SourceChange)
@@ -56,6 +58,7 @@ func recordEverything(rec *kooperprom.Recorder) {
 	rec.AddQueueLength("pods", -1)
 	rec.SetLeader("pods", true)
 	rec.SetLeader("standby", false)
+	rec.SetShards("tenants", sharding.ModeServerSide, 8, 32)
 }
 
 // value returns the value of the one series of family name whose labels
@@ -154,6 +157,12 @@ kooper_controller_retries_total{controller="pods"} 1
 # TYPE kooper_controller_retrieve_errors_total counter
 kooper_controller_retrieve_errors_total{controller="pods",kind="api"} 0
 kooper_controller_retrieve_errors_total{controller="pods",kind="decode"} 2
+# HELP kooper_sharding_group_slots Slots of a sharded controller's group, shared among its replicas.
+# TYPE kooper_sharding_group_slots gauge
+kooper_sharding_group_slots{group="tenants"} 32
+# HELP kooper_sharding_slots Slots of a sharded controller's group that this replica owns, by mode: server-side or client-side.
+# TYPE kooper_sharding_slots gauge
+kooper_sharding_slots{group="tenants",mode="server-side"} 8
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
 		t.Error(err)
@@ -208,6 +217,11 @@ func TestFirstUseCreatesSeriesAtZero(t *testing.T) {
 	if n, err := testutil.GatherAndCount(reg, "kooper_controller_leader"); err != nil || n != 0 {
 		t.Errorf("got %d leader series (error %v), want 0 until SetLeader is called", n, err)
 	}
+	for _, name := range []string{"kooper_sharding_slots", "kooper_sharding_group_slots"} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 0 {
+			t.Errorf("got %d %s series (error %v), want 0 until SetShards is called", n, name, err)
+		}
+	}
 }
 
 func TestSetLeader(t *testing.T) {
@@ -229,6 +243,87 @@ func TestSetLeader(t *testing.T) {
 			}
 			if got := value(t, reg, "kooper_controller_leader", map[string]string{"controller": "pods"}); got != tt.want {
 				t.Errorf("got %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// shardsCall is one call of SetShards.
+type shardsCall struct {
+	group        string
+	mode         sharding.Mode
+	owned, total int
+}
+
+func TestSetShards(t *testing.T) {
+	tests := []struct {
+		name  string
+		calls []shardsCall
+		// The series of each family, one a line.
+		wantGroupSlots, wantSlots string
+	}{
+		{
+			name:           "a replica's slots are set with its mode, and the group's slots",
+			calls:          []shardsCall{{"tenants", sharding.ModeServerSide, 8, 32}},
+			wantGroupSlots: `kooper_sharding_group_slots{group="tenants"} 32`,
+			wantSlots:      `kooper_sharding_slots{group="tenants",mode="server-side"} 8`,
+		},
+		{
+			name: "the last call wins",
+			calls: []shardsCall{
+				{"tenants", sharding.ModeClientSide, 8, 32},
+				{"tenants", sharding.ModeClientSide, 11, 32},
+				{"tenants", sharding.ModeClientSide, 5, 32},
+			},
+			wantGroupSlots: `kooper_sharding_group_slots{group="tenants"} 32`,
+			wantSlots:      `kooper_sharding_slots{group="tenants",mode="client-side"} 5`,
+		},
+		{
+			name:           "a replica that gave up every slot reports 0",
+			calls:          []shardsCall{{"tenants", sharding.ModeServerSide, 8, 32}, {"tenants", sharding.ModeServerSide, 0, 32}},
+			wantGroupSlots: `kooper_sharding_group_slots{group="tenants"} 32`,
+			wantSlots:      `kooper_sharding_slots{group="tenants",mode="server-side"} 0`,
+		},
+		{
+			name:           "the detected mode replaces the series of the mode before detection",
+			calls:          []shardsCall{{"tenants", sharding.ModeAuto, 0, 32}, {"tenants", sharding.ModeClientSide, 4, 32}},
+			wantGroupSlots: `kooper_sharding_group_slots{group="tenants"} 32`,
+			wantSlots:      `kooper_sharding_slots{group="tenants",mode="client-side"} 4`,
+		},
+		{
+			name:           "another mode replaces the old mode's series",
+			calls:          []shardsCall{{"tenants", sharding.ModeServerSide, 8, 32}, {"tenants", sharding.ModeClientSide, 6, 32}},
+			wantGroupSlots: `kooper_sharding_group_slots{group="tenants"} 32`,
+			wantSlots:      `kooper_sharding_slots{group="tenants",mode="client-side"} 6`,
+		},
+		{
+			name: "groups are apart: a mode change in one leaves the other's series",
+			calls: []shardsCall{
+				{"tenants", sharding.ModeServerSide, 8, 32},
+				{"pods", sharding.ModeServerSide, 3, 16},
+				{"pods", sharding.ModeClientSide, 2, 16},
+			},
+			wantGroupSlots: `kooper_sharding_group_slots{group="pods"} 16
+kooper_sharding_group_slots{group="tenants"} 32`,
+			wantSlots: `kooper_sharding_slots{group="pods",mode="client-side"} 2
+kooper_sharding_slots{group="tenants",mode="server-side"} 8`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, reg := newRecorder(t, kooperprom.Options{})
+			for _, c := range tt.calls {
+				rec.SetShards(c.group, c.mode, c.owned, c.total)
+			}
+			want := `
+# HELP kooper_sharding_group_slots Slots of a sharded controller's group, shared among its replicas.
+# TYPE kooper_sharding_group_slots gauge
+` + tt.wantGroupSlots + `
+# HELP kooper_sharding_slots Slots of a sharded controller's group that this replica owns, by mode: server-side or client-side.
+# TYPE kooper_sharding_slots gauge
+` + tt.wantSlots + "\n"
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kooper_sharding_slots", "kooper_sharding_group_slots"); err != nil {
+				t.Error(err)
 			}
 		})
 	}
@@ -459,6 +554,7 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 	mr.IncPanic("pods")
 	mr.AddQueueLength("pods", 1)
 	rec.SetLeader("pods", true)
+	rec.SetShards("tenants", sharding.ModeServerSide, 8, 32)
 }
 
 func TestConcurrentUse(t *testing.T) {
@@ -469,6 +565,7 @@ func TestConcurrentUse(t *testing.T) {
 		controller.SourceInitial, controller.SourceChange, controller.SourceResync,
 		controller.SourceRetry, controller.SourceRequeue, controller.SourceEnqueue, "other",
 	}
+	modes := []sharding.Mode{sharding.ModeServerSide, sharding.ModeClientSide}
 	const goroutines, calls = 8, 200
 
 	var wg sync.WaitGroup
@@ -485,6 +582,7 @@ func TestConcurrentUse(t *testing.T) {
 				rec.IncPanic(name)
 				rec.AddQueueLength(name, -1)
 				rec.SetLeader(name, i%2 == 0)
+				rec.SetShards(name, modes[(g+i)%len(modes)], i%4, 4)
 			}
 		})
 	}
@@ -511,6 +609,10 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if want := float64(goroutines * calls); retries != want || queued != want {
 		t.Errorf("got %v retries and %v queued events, want %v of each", retries, queued, want)
+	}
+	// Modes changed all the time: each group keeps the last one's series only.
+	if n, err := testutil.GatherAndCount(reg, "kooper_sharding_slots"); err != nil || n != len(controllers) {
+		t.Errorf("got %d kooper_sharding_slots series (error %v), want %d: one per group", n, err, len(controllers))
 	}
 }
 
