@@ -1,6 +1,8 @@
 // Package health serves an operator's operational endpoints on one address:
 // /metrics (Prometheus), /healthz (the process is alive) and /readyz (it
-// can do its job).
+// can do its job). With Config.SecureMetrics, /metrics moves to an HTTPS
+// address of its own, for clients the API server authenticates and
+// authorizes only.
 //
 // What "ready" means is the operator's choice, through Config.Ready. For
 // controllers run by a *leaderelection.Runner, Ready returned by Readiness is
@@ -76,6 +78,12 @@ type Config struct {
 	// EnableProfiling serves Go's profiles under /debug/pprof/ (net/http/pprof).
 	// Off by default: profiles expose internals and cost CPU while taken.
 	EnableProfiling bool
+	// SecureMetrics, if set, serves /metrics over HTTPS to authenticated
+	// and authorized clients only, on an address of its own; the plain
+	// address then serves /healthz and /readyz (for the kubelet's probes)
+	// and no /metrics. Default: /metrics on Addr, open to anyone who can
+	// reach it.
+	SecureMetrics *SecureMetrics
 	// Logger receives the server's errors. Default log.Noop.
 	Logger log.Logger
 }
@@ -85,6 +93,8 @@ type Server struct {
 	addr string
 	srv  *http.Server
 	done chan struct{}
+	// secure serves /metrics with Config.SecureMetrics.
+	secure *Server
 }
 
 // Start listens on cfg.Addr and serves until Stop.
@@ -97,8 +107,17 @@ func Start(cfg Config) (*Server, error) {
 	}
 	lim := limits
 	mux := http.NewServeMux()
+	var secure *Server
 	if cfg.Gatherer != nil {
-		mux.Handle("/metrics", promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{}))
+		metrics := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
+		if cfg.SecureMetrics != nil {
+			var err error
+			if secure, err = startSecure(*cfg.SecureMetrics, metrics, cfg.Logger); err != nil {
+				return nil, err
+			}
+		} else {
+			mux.Handle("/metrics", metrics)
+		}
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
@@ -120,7 +139,15 @@ func Start(cfg Config) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", lasting(lim, pprof.Trace))
 	}
-	return Serve(cfg.Addr, mux, cfg.Logger)
+	srv, err := Serve(cfg.Addr, mux, cfg.Logger)
+	if err != nil {
+		if secure != nil {
+			secure.Stop()
+		}
+		return nil, err
+	}
+	srv.secure = secure
+	return srv, nil
 }
 
 // ServeTLS serves h over TLS on addr until Stop, e.g. an admission webhook.
@@ -228,9 +255,21 @@ func lasting(lim serverLimits, h http.HandlerFunc) http.HandlerFunc {
 // ":0").
 func (s *Server) Addr() string { return s.addr }
 
+// SecureAddr returns the address serving /metrics over HTTPS
+// (Config.SecureMetrics), or "" without it.
+func (s *Server) SecureAddr() string {
+	if s.secure == nil {
+		return ""
+	}
+	return s.secure.addr
+}
+
 // Stop shuts the server down, waiting up to 5 seconds for requests in
 // flight, and returns once it has stopped.
 func (s *Server) Stop() {
+	if s.secure != nil {
+		s.secure.Stop()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
