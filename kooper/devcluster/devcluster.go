@@ -49,6 +49,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Progress, if set, receives one line per start-up step.
 	Progress io.Writer
+	// APIServerArgs are more kube-apiserver flags, after the ones a Cluster
+	// sets (a later flag wins): an audit log, request limits, and the like.
+	APIServerArgs []string
 	// FeatureGates are kube-apiserver's feature gates, over the defaults:
 	// ShardedListAndWatch (alpha, for package sharding's server-side mode)
 	// is on. Set it false to see what a cluster without it does.
@@ -179,6 +182,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--cert-dir=" + filepath.Join(c.dir, "apiserver"),
 	}
 	apiArgs = append(apiArgs, "--feature-gates="+featureGates(c.opts.FeatureGates))
+	apiArgs = append(apiArgs, c.opts.APIServerArgs...)
 	if !c.opts.ControllerManager {
 		// No controller-manager creates the default ServiceAccount.
 		apiArgs = append(apiArgs, "--disable-admission-plugins=ServiceAccount")
