@@ -35,6 +35,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		qps         = fs.Float64("kube-api-qps", 50, "client requests per second to the API server (client-go's default 5 is too low for an operator)")
 		burst       = fs.Int("kube-api-burst", 100, "client request burst to the API server")
 		httpAddr    = fs.String("http-addr", ":8080", "address serving /metrics, /healthz and /readyz; empty disables it")
+		secureAddr  = fs.String("metrics-secure-addr", "", "HTTPS address serving /metrics instead of -http-addr, only to clients the API server authorizes to get /metrics (needs the ClusterRole system:auth-delegator); empty: /metrics on -http-addr")
 		pprof       = fs.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on -http-addr")
 		leaderElect = fs.Bool("leader-elect", true, "hold a Lease so that only one replica acts; turn off for a single local replica")
 		namespace   = fs.String("namespace", cli.EnvOr("POD_NAMESPACE", operator.DefaultNamespace), "the operator's namespace, where its Lease lives")
@@ -83,6 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	f.code(`		Resync:                *resync,
 		HTTPAddr:              *httpAddr,
+		SecureMetricsAddr:     *secureAddr,
 		EnableProfiling:       *pprof,
 		DisableLeaderElection: !*leaderElect,
 		TracerProvider:        tp,

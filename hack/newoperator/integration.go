@@ -290,6 +290,37 @@ func children(t *testing.T, kube kubernetes.Interface) map[string]metav1.Object 
 	return f
 }
 
+func integrationMetricsGo(op operator) *goFile {
+	f := newGoFile(op, "integration_test")
+	f.code(`// With -metrics-secure-addr, as the Deployment runs it, /metrics is served
+// over HTTPS to Prometheus's ServiceAccount only: the operator, running as
+// its own ServiceAccount with the RBAC of manifests/rbac/$Name
+// (system:auth-delegator, kooper-$Name-metrics-reader), has the API server
+// review each token. /healthz and /readyz stay plain.
+func TestSecureMetricsAreServedToPrometheusOnly(t *testing.T) {
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	kubectl(t, "apply", "-k", crdDir)
+	kubectl(t, "apply", "-k", rbacDir)
+	httpAddr, secureAddr := e2etest.FreeAddr(t), e2etest.FreeAddr(t)
+	cfg := operator.Config{
+		REST:              e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100), // the command's defaults
+		HTTPAddr:          httpAddr,
+		SecureMetricsAddr: secureAddr,
+		Logger:            log.NewStd(t.Output(), log.StdOptions{}),
+	}
+	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
+	e2etest.CheckSecureMetrics(t, kubernetes.NewForConfigOrDie(cluster.Config()), e2etest.SecureMetrics{
+		Account:    operator.DefaultNamespace + "/" + operator.DefaultName,
+		PlainAddr:  httpAddr,
+		SecureAddr: secureAddr,
+	})
+}
+`)
+	return f
+}
+
 func integrationRBACGo(op operator) *goFile {
 	f := newGoFile(op, "integration_test")
 	roles := op.roles()
@@ -427,6 +458,42 @@ func TestRBACPolicyKeepsTheAccountToItsOwnObjects(t *testing.T) {
 `, first.Kind+"s", map[bool]string{true: "in its children's namespace", false: "anywhere"}[op.Cluster], first.Client, ns, first.goType(), first.minimal)
 	}
 	f.code(`
+// metricsReader is what Prometheus needs to scrape /metrics over HTTPS
+// (-metrics-secure-addr): metrics_reader_role.yaml must grant exactly this.
+var metricsReader = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+
+// With -metrics-secure-addr the operator has the API server review each
+// scraper's token: its ServiceAccount may create TokenReviews and
+// SubjectAccessReviews (system:auth-delegator, auth_delegator_binding.yaml),
+// and Prometheus's ServiceAccount (metrics_reader_role_binding.yaml) may
+// get /metrics and read nothing.
+func TestRBACMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T) {
+	if got := rbactest.ReadRules(t, filepath.Join(rbacDir, "metrics_reader_role.yaml")); !reflect.DeepEqual(got, metricsReader) {
+		t.Errorf("metrics_reader_role.yaml: got rules %+v\nwant exactly %+v", got, metricsReader)
+	}
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	kubectl(t, "apply", "-k", rbacDir)
+	client := kubernetes.NewForConfigOrDie(cluster.Config())
+	rbactest.CheckAllowed(t, client, account, rbactest.ServiceAccountGroups(operator.DefaultNamespace), "", []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	})
+	const prometheusUser = "system:serviceaccount:" + e2etest.PrometheusNamespace + ":" + e2etest.PrometheusAccount
+	prometheusGroups := rbactest.ServiceAccountGroups(e2etest.PrometheusNamespace)
+	rbactest.CheckAllowed(t, client, prometheusUser, prometheusGroups, "", metricsReader)
+	for _, d := range []authorizationv1.ResourceAttributes{
+		{Group: "$Group", Resource: "$plural", Verb: "list"},
+		{Namespace: operator.DefaultNamespace, Resource: "secrets", Verb: "get"},
+		{Namespace: "some-namespace", Resource: "pods", Verb: "list"},
+	} {
+		if rbactest.Can(t, client, prometheusUser, prometheusGroups, d) {
+			t.Errorf("%s may %s %s/%s in %q, want denied", prometheusUser, d.Verb, d.Group, d.Resource, d.Namespace)
+		}
+	}
+}
+
 // The API server accepts the deploy manifests (a server-side dry run:
 // nothing runs) once the namespace exists.
 func TestRBACDeployManifestsApply(t *testing.T) {

@@ -67,7 +67,8 @@ func operatorREADME(op operator) string {
 	p("## Flags\n\n| flag | default | |\n|---|---|---|\n")
 	p("| `-kubeconfig` | in-cluster, else `$KUBECONFIG`, `~/.kube/config` | |\n")
 	p("| `-kube-api-qps`, `-kube-api-burst` | 50, 100 | |\n")
-	p("| `-http-addr` | `:8080` | `/metrics`, `/healthz`, `/readyz` |\n")
+	p("| `-http-addr` | `:8080` | `/metrics` (unless `-metrics-secure-addr`), `/healthz`, `/readyz` |\n")
+	p("| `-metrics-secure-addr` | empty: `/metrics` on `-http-addr` | HTTPS address serving `/metrics` only to clients the API server authenticates and authorizes (`get` on the non-resource URL `/metrics`), e.g. `:8443` as in [`manifests/$Name`](../../manifests/$Name/README.md); the operator's ServiceAccount needs `system:auth-delegator` to ask |\n")
 	p("| `-leader-elect` | true | Lease `<namespace>/$Name`; turn it off only for a single replica |\n")
 	p("| `-namespace` | `$POD_NAMESPACE`, else `kooper-system` | where the Lease lives |\n")
 	if op.Cluster && len(op.Owns) > 0 {
@@ -87,6 +88,10 @@ func operatorREADME(op operator) string {
 		}
 		p("- %s ([`%s`](../../manifests/rbac/$Name/%s)): %s\n", where, r.file, r.file, describeRules(r.rules))
 	}
+	p("- for `-metrics-secure-addr`: `system:auth-delegator` ([`auth_delegator_binding.yaml`](../../manifests/rbac/$Name/auth_delegator_binding.yaml)),\n")
+	p("  to ask the API server about each scraper's token; `get` on `/metrics` for the ServiceAccount\n")
+	p("  `prometheus` in `monitoring` ([`metrics_reader_role.yaml`](../../manifests/rbac/$Name/metrics_reader_role.yaml)\n")
+	p("  and its binding: point it at your Prometheus)\n")
 	if len(op.Owns) > 0 {
 		p("- [`children_policy.yaml`](../../manifests/rbac/$Name/children_policy.yaml), a ValidatingAdmissionPolicy:\n")
 		p("  the operator may create and update only objects labelled `app.kubernetes.io/managed-by=kooper-$Name`,\n")
@@ -109,7 +114,9 @@ func operatorREADME(op operator) string {
 	}
 	p(", a spec change is Ready for its generation, a handling that finds everything in place\n")
 	p("  makes no write (checked from its trace), an Event is recorded, `/readyz` and the metrics\n")
-	p("  (`promtool check metrics`). The RBAC is compared with a hand-written list and checked by\n")
+	p("  (`promtool check metrics`); with `-metrics-secure-addr`, `/metrics` over HTTPS answers\n")
+	p("  Prometheus's ServiceAccount token only (real tokens, reviewed by the API server). The RBAC is\n")
+	p("  compared with a hand-written list and checked by\n")
 	p("  SubjectAccessReviews")
 	if len(op.Owns) > 0 {
 		p(", the admission policy refuses writes to objects the operator did not label")

@@ -24,6 +24,7 @@ func render(op operator) (map[string][]byte, error) {
 		ops + "integration/main_test.go":         integrationMainGo(op),
 		ops + "integration/e2e_test.go":          integrationE2EGo(op),
 		ops + "integration/rbac_test.go":         integrationRBACGo(op),
+		ops + "integration/metrics_test.go":      integrationMetricsGo(op),
 	}
 	if len(op.Owns) > 0 {
 		gofiles[ops+"internal/handler/children.go"] = childrenGo(op)

@@ -96,6 +96,16 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	if _, err := kube.RbacV1().RoleBindings("default").Get(ctx, "kooper-pod-terminator-events", metav1.GetOptions{}); err != nil {
 		t.Errorf("the pod-terminator's events RoleBinding in default: %v", err)
 	}
+	for _, name := range []string{"pod-terminator", "multi-resource"} {
+		for _, binding := range []string{"kooper-" + name + "-auth-delegator", "kooper-" + name + "-metrics-reader"} {
+			if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, binding, metav1.GetOptions{}); err != nil {
+				t.Errorf("ClusterRoleBinding %s: %v", binding, err)
+			}
+		}
+		if _, err := kube.PolicyV1().PodDisruptionBudgets(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+			t.Errorf("the %s PodDisruptionBudget: %v", name, err)
+		}
+	}
 
 	// A Tenant with a finalizer that only a running operator would remove.
 	const finalizer = "manifests.kooperkit.io/test"
@@ -157,6 +167,17 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	}
 	_, err = kube.NetworkingV1().NetworkPolicies(namespace).Get(ctx, "multi-resource", metav1.GetOptions{})
 	gone("the multi-resource NetworkPolicy", err)
+	_, err = kube.PolicyV1().PodDisruptionBudgets(namespace).Get(ctx, "multi-resource", metav1.GetOptions{})
+	gone("the multi-resource PodDisruptionBudget", err)
+	_, err = kube.RbacV1().ClusterRoles().Get(ctx, "kooper-multi-resource-metrics-reader", metav1.GetOptions{})
+	gone("the multi-resource metrics-reader ClusterRole", err)
+	for _, binding := range []string{"kooper-multi-resource-auth-delegator", "kooper-multi-resource-metrics-reader"} {
+		_, err = kube.RbacV1().ClusterRoleBindings().Get(ctx, binding, metav1.GetOptions{})
+		gone("the multi-resource ClusterRoleBinding "+binding, err)
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "kooper-pod-terminator-auth-delegator", metav1.GetOptions{}); err != nil {
+		t.Errorf("the pod-terminator's auth-delegator binding: %v, want it kept", err)
+	}
 	if _, err := policies.Get(ctx, "kooper-pod-terminator-ca-bundle-only", metav1.GetOptions{}); err != nil {
 		t.Errorf("the pod-terminator's policy: %v, want it kept", err)
 	}
@@ -179,6 +200,8 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	gone("the pod-terminator's policy", err)
 	_, err = kube.RbacV1().Roles("default").Get(ctx, "kooper-pod-terminator-events", metav1.GetOptions{})
 	gone("the pod-terminator's events Role in default", err)
+	_, err = kube.RbacV1().ClusterRoleBindings().Get(ctx, "kooper-pod-terminator-metrics-reader", metav1.GetOptions{})
+	gone("the pod-terminator's metrics-reader binding", err)
 	eventually(t, 60*time.Second, "the namespace is deleted", func() error {
 		ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
 		switch {

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -143,20 +144,32 @@ func TestTheDeploymentsAreHardened(t *testing.T) {
 				}
 			}
 			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "http" }) {
-				t.Errorf("got ports %+v, want one named http (the probes and the metrics Service use it)", c.Ports)
+				t.Errorf("got ports %+v, want one named http (the probes use it)", c.Ports)
 			}
 		})
 	}
 }
 
-// Each operator has a Service whose port named metrics reaches /metrics on
-// every replica.
+// Each operator has a Service whose port named https-metrics reaches
+// /metrics on every replica: the container port https-metrics, where the
+// operator's -metrics-secure-addr listens.
 func TestTheMetricsServiceReachesTheReplicas(t *testing.T) {
 	for _, op := range operators {
 		t.Run(op.name, func(t *testing.T) {
 			objs := objects(t, kustomize(t, filepath.Join(manifests, op.name)))
 			var d appsv1.Deployment
 			only(t, objs, "Deployment", &d)
+			if len(d.Spec.Template.Spec.Containers) != 1 {
+				t.Fatalf("got %d containers, want 1", len(d.Spec.Template.Spec.Containers))
+			}
+			c := d.Spec.Template.Spec.Containers[0]
+			i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "https-metrics" })
+			if i < 0 {
+				t.Fatalf("got ports %+v, want one named https-metrics", c.Ports)
+			}
+			if want := fmt.Sprintf("-metrics-secure-addr=:%d", c.Ports[i].ContainerPort); !slices.Contains(c.Args, want) {
+				t.Errorf("got args %q, want %s: /metrics over HTTPS on the port https-metrics", c.Args, want)
+			}
 			found := false
 			for _, o := range objs {
 				var svc corev1.Service
@@ -166,13 +179,16 @@ func TestTheMetricsServiceReachesTheReplicas(t *testing.T) {
 				if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &svc); err != nil {
 					t.Fatal(err)
 				}
-				i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "metrics" })
+				i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "https-metrics" })
 				if i < 0 {
 					continue
 				}
 				found = true
-				if got := svc.Spec.Ports[i].TargetPort.String(); got != "http" {
-					t.Errorf("Service %s: got target port %s, want http (where the operator serves /metrics)", svc.Name, got)
+				if got := svc.Spec.Ports[i].TargetPort.String(); got != "https-metrics" {
+					t.Errorf("Service %s: got target port %s, want https-metrics (where the operator serves /metrics)", svc.Name, got)
+				}
+				if svc.Labels["app.kubernetes.io/component"] != "metrics" {
+					t.Errorf("Service %s: got labels %v, want app.kubernetes.io/component=metrics (a ServiceMonitor selects it)", svc.Name, svc.Labels)
 				}
 				for k, v := range svc.Spec.Selector {
 					if d.Spec.Template.Labels[k] != v {
@@ -184,7 +200,7 @@ func TestTheMetricsServiceReachesTheReplicas(t *testing.T) {
 				}
 			}
 			if !found {
-				t.Error("no Service has a port named metrics")
+				t.Error("no Service has a port named https-metrics")
 			}
 		})
 	}

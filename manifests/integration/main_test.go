@@ -59,7 +59,10 @@ var samples = []deployable{
 	{
 		name:  "pod-terminator",
 		group: "chaos.kooperkit.io",
-		kinds: []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
+		// ClusterRoles: its own and the metrics reader's; bindings: those
+		// two and system:auth-delegator's.
+		kinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
+			"CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget",
 			"Role", "Role", "RoleBinding", "RoleBinding", "Service", "Service", "ServiceAccount",
 			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration"},
 		// Events about PodTerminators (cluster-scoped) are written in default.
@@ -68,18 +71,22 @@ var samples = []deployable{
 	{
 		name:  "multi-resource",
 		group: "tenancy.kooperkit.io",
-		kinds: []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
+		kinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
+			"CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget",
 			"Role", "RoleBinding", "Service", "ServiceAccount",
 			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"},
 	},
 }
 
 // What an operator other than the samples (one make new-operator wrote)
-// must render, and may.
+// must render, and may. Secure metrics need the ClusterRoles and bindings
+// (the metrics reader's, system:auth-delegator's), which
+// TestTheMetricsAreServedToPrometheusOnly checks by name.
 var (
-	required = []string{"CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy", "Service", "ServiceAccount"}
-	allowed  = []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
-		"Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+	required = []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
+		"PodDisruptionBudget", "Service", "ServiceAccount"}
+	allowed = []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
+		"PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 )
 
 // operators are the deployable operators: the samples, then every other

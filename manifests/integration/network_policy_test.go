@@ -18,9 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// prometheus is who may scrape /metrics, as manifests/README.md documents:
+// prometheus is who may reach /metrics, as manifests/README.md documents:
 // pods labelled as the Prometheus Operator labels Prometheus, in namespace
-// monitoring.
+// monitoring. (Which ServiceAccount may read it is RBAC's business:
+// TestTheMetricsAreServedToPrometheusOnly.)
 var prometheus = []networkingv1.NetworkPolicyPeer{{
 	NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}},
 	PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/name": "prometheus"}},
@@ -29,7 +30,9 @@ var prometheus = []networkingv1.NetworkPolicyPeer{{
 // Each operator's NetworkPolicy selects its pods, restricts their ingress
 // (and not their egress), and admits exactly the container ports its
 // Services reach: the webhook's from anywhere (the API server is not a pod),
-// /metrics from Prometheus only. Ports are resolved by name or number
+// https-metrics (/metrics over HTTPS) from Prometheus only; the http port
+// (/healthz, /readyz) admits no pod, since the kubelet's probes come from
+// the node, which NetworkPolicies always let through. Ports are resolved by name or number
 // against the Deployment's container ports, and those against the
 // operator's -*-addr arguments: a port renamed or renumbered in one file
 // only fails here. (No network plugin runs on the test control plane, so
@@ -107,10 +110,10 @@ func TestTheNetworkPoliciesAdmitTheServicesPortsOnly(t *testing.T) {
 						t.Errorf("Service %s port %s reaches container port %s, which the NetworkPolicy does not admit", svc.Name, sp.Name, cp.Name)
 					case sp.Name == "webhook" && len(from) != 0:
 						t.Errorf("the webhook port is admitted from %+v only, want from anywhere: the API server is not a pod", from)
-					case sp.Name == "metrics" && !reflect.DeepEqual(from, prometheus):
-						t.Errorf("the metrics port is admitted from %+v, want %+v only", from, prometheus)
-					case sp.Name != "webhook" && sp.Name != "metrics":
-						t.Errorf("Service %s has port %s, want webhook or metrics only (or say here who may reach it)", svc.Name, sp.Name)
+					case sp.Name == "https-metrics" && !reflect.DeepEqual(from, prometheus):
+						t.Errorf("the https-metrics port is admitted from %+v, want %+v only", from, prometheus)
+					case sp.Name != "webhook" && sp.Name != "https-metrics":
+						t.Errorf("Service %s has port %s, want webhook or https-metrics only (or say here who may reach it)", svc.Name, sp.Name)
 					}
 				}
 			}

@@ -44,6 +44,7 @@ func Markdown(dashboards []Dashboard, families []catalog.Family) []byte {
 	w("| `/healthz` | 200 while the process runs |\n")
 	w("| `/readyz` | 200 with `leading` once the leader's caches have synced, `standby` on a replica waiting for the Lease (it can take over, so a 2-replica Deployment is Available), `synced` without leader election; 503 with the reason before that: `leading, caches not synced yet`, then each unsynced controller's last failed list or watch, such as `tenants: could not decode the retrieved objects of *v1alpha1.Tenant: ...` when one object holds a value its Go type cannot (fix or delete that object) |\n")
 	w("| `/debug/pprof/` | Go profiles, only with `-pprof` |\n\n")
+	w("With `-metrics-secure-addr` (the deploy manifests set `:8443`), `/metrics` moves to that address, over HTTPS, for clients the API server authenticates and authorizes to `get` the non-resource URL `/metrics` only (kooper/health's `SecureMetrics`); `/healthz` and `/readyz` stay on `-http-addr` for the kubelet's probes. [manifests/README.md](../manifests/README.md) has the RBAC and a Prometheus scrape configuration.\n\n")
 	w("The server closes connections that stall: 5s for the TLS handshake and for a request's headers, 30s to read a whole\n")
 	w("request and 30s to answer it (profiles get their `seconds` on top), 90s idle between requests; headers over 32 KiB\n")
 	w("get 431 (kooper/health). `go run ./hack/slowconns -mode body -n 1500 -wait 35s` measures it: all 1,500 TLS\n")

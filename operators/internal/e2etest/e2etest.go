@@ -1,6 +1,8 @@
 // Package e2etest holds the helpers both sample operators' end-to-end tests
 // use against the local control plane: run an operator in the background,
-// act as its ServiceAccount, apply manifests, wait, and read metrics.
+// act as its ServiceAccount, apply manifests, wait, read metrics, and check
+// that its metrics over HTTPS are served to Prometheus's ServiceAccount only
+// (CheckSecureMetrics).
 package e2etest
 
 import (
@@ -49,7 +51,7 @@ func AsServiceAccount(cfg *rest.Config, namespace, name string, qps float32, bur
 	c := rest.CopyConfig(cfg)
 	c.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + namespace + ":" + name,
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+		Groups:   serviceAccountGroups(namespace),
 	}
 	c.QPS, c.Burst = qps, burst
 	return c

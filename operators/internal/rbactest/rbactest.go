@@ -67,14 +67,35 @@ func Can(t testing.TB, client kubernetes.Interface, user string, groups []string
 	return sar.Status.Allowed
 }
 
+// CanNonResource reports whether user, in groups, may do attrs on a URL
+// that is no resource (/metrics, /healthz), as Can does for resources.
+func CanNonResource(t testing.TB, client kubernetes.Interface, user string, groups []string, attrs authorizationv1.NonResourceAttributes) bool {
+	t.Helper()
+	sar, err := client.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), &authorizationv1.SubjectAccessReview{
+		Spec: authorizationv1.SubjectAccessReviewSpec{User: user, Groups: groups, NonResourceAttributes: &attrs},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("could not review whether %s may %s %s: %v", user, attrs.Verb, attrs.Path, err)
+	}
+	return sar.Status.Allowed
+}
+
 // CheckAllowed asserts that user, in groups, may do everything rules grant,
 // in namespace: each API group, resource ("tenants/status" is resource
 // tenants, subresource status), verb and resource name (or none) is one
-// review. For cluster-scoped resources the namespace is ignored by the
+// review, and so is each non-resource URL (such as /metrics) and verb. For
+// cluster-scoped resources and URLs the namespace is ignored by the
 // authorizer. It reports each refusal with t.Errorf.
 func CheckAllowed(t testing.TB, client kubernetes.Interface, user string, groups []string, namespace string, rules []rbacv1.PolicyRule) {
 	t.Helper()
 	for _, r := range rules {
+		for _, url := range r.NonResourceURLs {
+			for _, verb := range r.Verbs {
+				if !CanNonResource(t, client, user, groups, authorizationv1.NonResourceAttributes{Path: url, Verb: verb}) {
+					t.Errorf("%s may not %s %s, want allowed", user, verb, url)
+				}
+			}
+		}
 		names := r.ResourceNames
 		if len(names) == 0 {
 			names = []string{""}

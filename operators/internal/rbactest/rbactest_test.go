@@ -109,6 +109,31 @@ func TestCheckAllowed(t *testing.T) {
 	}
 }
 
+// A rule of non-resource URLs is one review per URL and verb, of the URL.
+func TestCheckAllowedNonResourceURLs(t *testing.T) {
+	client := fake.NewClientset()
+	var asked []string
+	client.PrependReactor("create", "subjectaccessreviews", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		sar := action.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		a := sar.Spec.NonResourceAttributes
+		if a == nil || sar.Spec.ResourceAttributes != nil {
+			t.Fatalf("got review %+v, want one of a non-resource URL", sar.Spec)
+		}
+		asked = append(asked, a.Verb+" "+a.Path)
+		sar.Status.Allowed = a.Path == "/metrics"
+		return true, sar, nil
+	})
+	rec := &errorRecorder{TB: t}
+	rules := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics", "/healthz"}, Verbs: []string{"get"}}}
+	rbactest.CheckAllowed(rec, client, "sa", []string{"grp"}, "", rules)
+	if want := []string{"get /metrics", "get /healthz"}; !reflect.DeepEqual(asked, want) {
+		t.Errorf("got reviews %q, want %q", asked, want)
+	}
+	if want := []string{"sa may not get /healthz, want allowed"}; !reflect.DeepEqual(rec.errors, want) {
+		t.Errorf("got errors %q, want %q", rec.errors, want)
+	}
+}
+
 func TestCheckPolicyTypes(t *testing.T) {
 	warning := admissionregistrationv1.ExpressionWarning{FieldRef: "spec.validations[0].expression", Warning: "undefined field 'nope'"}
 	tests := []struct {

@@ -352,13 +352,14 @@ func TestRBACDeploymentIsHardened(t *testing.T) {
 	if slices.Contains(c.Args, "-leader-elect=false") {
 		t.Error("leader election is off in a 2-replica Deployment")
 	}
-	for _, arg := range []string{"-http-addr=:8080", "-log-format=json"} {
+	for _, arg := range []string{"-http-addr=:8080", "-metrics-secure-addr=:8443", "-log-format=json"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("got args %q, want %s", c.Args, arg)
 		}
 	}
-	if !slices.Contains(c.Ports, corev1.ContainerPort{Name: "http", ContainerPort: 8080}) {
-		t.Errorf("got ports %+v, want http on 8080 (-http-addr)", c.Ports)
+	if !slices.Contains(c.Ports, corev1.ContainerPort{Name: "http", ContainerPort: 8080}) ||
+		!slices.Contains(c.Ports, corev1.ContainerPort{Name: "https-metrics", ContainerPort: 8443}) {
+		t.Errorf("got ports %+v, want http on 8080 (-http-addr) and https-metrics on 8443 (-metrics-secure-addr)", c.Ports)
 	}
 	if c.ReadinessProbe == nil || c.ReadinessProbe.HTTPGet == nil || c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.ReadinessProbe.HTTPGet.Port.String() != "http" ||
 		c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.LivenessProbe.HTTPGet.Port.String() != "http" {
@@ -378,6 +379,42 @@ func TestRBACDeployManifestsApply(t *testing.T) {
 	}
 	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
 	rbacKubectl(t, "apply", "--dry-run=server", "-k", rbacDeployDir)
+}
+
+// rbacMetricsReader is what Prometheus needs to scrape /metrics over HTTPS
+// (-metrics-secure-addr): metrics_reader_role.yaml must grant exactly this.
+var rbacMetricsReader = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+
+// With -metrics-secure-addr the operator has the API server review each
+// scraper's token: its ServiceAccount may create TokenReviews and
+// SubjectAccessReviews (system:auth-delegator, auth_delegator_binding.yaml),
+// and Prometheus's ServiceAccount (metrics_reader_role_binding.yaml) may
+// get /metrics and read nothing.
+func TestRBACMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T) {
+	if got := rbactest.ReadRules(t, filepath.Join(rbacManifestsDir, "metrics_reader_role.yaml")); !reflect.DeepEqual(got, rbacMetricsReader) {
+		t.Errorf("metrics_reader_role.yaml: got rules %+v\nwant exactly %+v", got, rbacMetricsReader)
+	}
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
+	client := kubernetes.NewForConfigOrDie(cluster.Config())
+	rbactest.CheckAllowed(t, client, rbacUser, rbactest.ServiceAccountGroups(operator.DefaultNamespace), "", []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	})
+	const prometheus = "system:serviceaccount:" + e2etest.PrometheusNamespace + ":" + e2etest.PrometheusAccount
+	groups := rbactest.ServiceAccountGroups(e2etest.PrometheusNamespace)
+	rbactest.CheckAllowed(t, client, prometheus, groups, "", rbacMetricsReader)
+	for _, d := range []authorizationv1.ResourceAttributes{
+		{Group: "tenancy.kooperkit.io", Resource: "tenants", Verb: "list"},
+		{Namespace: operator.DefaultNamespace, Resource: "secrets", Verb: "get"},
+		{Namespace: "some-tenant", Resource: "pods", Verb: "list"},
+	} {
+		if rbactest.Can(t, client, prometheus, groups, d) {
+			t.Errorf("%s may %s %s/%s in %q, want denied", prometheus, d.Verb, d.Group, d.Resource, d.Namespace)
+		}
+	}
 }
 
 // rbacKubectl runs the cluster's kubectl as admin and fails the test, with

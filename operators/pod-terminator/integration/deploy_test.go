@@ -70,6 +70,12 @@ func TestTheDeploymentIsHardened(t *testing.T) {
 		c.LivenessProbe == nil || c.LivenessProbe.HTTPGet == nil || c.LivenessProbe.HTTPGet.Path != "/healthz" {
 		t.Errorf("got probes %+v %+v, want /readyz and /healthz", c.ReadinessProbe, c.LivenessProbe)
 	}
+	// /metrics over HTTPS for authorized scrapers only; the probes stay on
+	// http.
+	if !slices.Contains(c.Args, "-metrics-secure-addr=:8443") ||
+		!slices.Contains(c.Ports, corev1.ContainerPort{Name: "https-metrics", ContainerPort: 8443}) {
+		t.Errorf("got args %q and ports %+v, want -metrics-secure-addr=:8443 and https-metrics on 8443", c.Args, c.Ports)
+	}
 }
 
 // The webhook configuration, its Service and the operator's defaults name

@@ -148,3 +148,40 @@ func TestTheEventsOfAPodTerminatorAreWrittenWhereTheAccountMay(t *testing.T) {
 		t.Fatalf("got events %+v, want one, RBACTest, in namespace %s", events.Items, eventsNamespace)
 	}
 }
+
+// metricsReader is what Prometheus needs to scrape /metrics over HTTPS
+// (-metrics-secure-addr): metrics_reader_role.yaml must grant exactly this.
+var metricsReader = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+
+// With -metrics-secure-addr the operator has the API server review each
+// scraper's token: its ServiceAccount may create TokenReviews and
+// SubjectAccessReviews (system:auth-delegator, auth_delegator_binding.yaml),
+// and Prometheus's ServiceAccount (metrics_reader_role_binding.yaml) may
+// get /metrics and read nothing.
+func TestTheMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T) {
+	if got := rbactest.ReadRules(t, filepath.Join(rbacDir, "metrics_reader_role.yaml")); !reflect.DeepEqual(got, metricsReader) {
+		t.Errorf("metrics_reader_role.yaml: got rules %+v\nwant exactly %+v", got, metricsReader)
+	}
+	if cluster == nil {
+		t.Skip(devcluster.SkipHint)
+	}
+	applyKustomizations(t, rbacDir)
+	client := kubernetes.NewForConfigOrDie(cluster.Config())
+	const user = "system:serviceaccount:kooper-system:pod-terminator"
+	rbactest.CheckAllowed(t, client, user, rbactest.ServiceAccountGroups("kooper-system"), "", []rbacv1.PolicyRule{
+		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
+		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
+	})
+	const prometheus = "system:serviceaccount:" + e2etest.PrometheusNamespace + ":" + e2etest.PrometheusAccount
+	groups := rbactest.ServiceAccountGroups(e2etest.PrometheusNamespace)
+	rbactest.CheckAllowed(t, client, prometheus, groups, "", metricsReader)
+	for _, d := range []authorizationv1.ResourceAttributes{
+		{Group: "chaos.kooperkit.io", Resource: "podterminators", Verb: "list"},
+		{Namespace: "kooper-system", Resource: "secrets", Verb: "get"},
+		{Namespace: "kooper-system", Resource: "pods", Verb: "list"},
+	} {
+		if rbactest.Can(t, client, prometheus, groups, d) {
+			t.Errorf("%s may %s %s in %q, want denied", prometheus, d.Verb, d.Resource, d.Namespace)
+		}
+	}
+}

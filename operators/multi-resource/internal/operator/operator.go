@@ -72,8 +72,16 @@ type Config struct {
 	// Resync is the Tenant controller's resync interval. Default
 	// DefaultResync.
 	Resync time.Duration
-	// HTTPAddr serves /metrics, /healthz and /readyz. Empty: not served.
+	// HTTPAddr serves /healthz, /readyz and, without SecureMetricsAddr,
+	// /metrics. Empty: not served.
 	HTTPAddr string
+	// SecureMetricsAddr, if set, serves /metrics over HTTPS on this address
+	// instead of HTTPAddr, only to clients the API server authenticates and
+	// authorizes (get on the non-resource URL /metrics), reviewed as the
+	// operator's own account: it needs the ClusterRole system:auth-delegator
+	// (health.SecureMetrics). Requires HTTPAddr. Default: /metrics on
+	// HTTPAddr, open to anyone who can reach it.
+	SecureMetricsAddr string
 	// EnableProfiling also serves /debug/pprof/ on HTTPAddr.
 	EnableProfiling bool
 	// DisableLeaderElection runs the controllers without holding the Lease:
@@ -122,6 +130,9 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	if cfg.REST == nil {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
+	}
+	if cfg.SecureMetricsAddr != "" && cfg.HTTPAddr == "" {
+		return fmt.Errorf("%w: SecureMetricsAddr needs HTTPAddr, which serves /healthz and /readyz", ErrInvalidConfig)
 	}
 	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider)
 	if err != nil {
@@ -232,12 +243,22 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// endregion: gauge-register
 	if cfg.HTTPAddr != "" {
-		srv, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(runner, synced...), Logger: cfg.Logger})
+		// With SecureMetricsAddr, /metrics is served over HTTPS to the
+		// clients the API server lets get it, asked with the operator's own
+		// client.
+		var secureMetrics *health.SecureMetrics
+		if cfg.SecureMetricsAddr != "" {
+			secureMetrics = &health.SecureMetrics{Addr: cfg.SecureMetricsAddr, TokenReviews: kube.AuthenticationV1(), SubjectAccessReviews: kube.AuthorizationV1()}
+		}
+		srv, err := health.Start(health.Config{
+			Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling,
+			Ready: health.Readiness(runner, synced...), SecureMetrics: secureMetrics, Logger: cfg.Logger,
+		})
 		if err != nil {
 			return err
 		}
 		defer srv.Stop()
-		cfg.Logger.Info("serving metrics and health", "addr", srv.Addr())
+		cfg.Logger.Info("serving metrics and health", "addr", srv.Addr(), "secureMetricsAddr", srv.SecureAddr())
 	}
 
 	cfg.Logger.Info("multi-resource operator starting", "controllers", len(ctrls), "leaderElection", !cfg.DisableLeaderElection)

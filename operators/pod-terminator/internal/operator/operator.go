@@ -73,8 +73,16 @@ type Config struct {
 	// selecting them is refused. Default DefaultPodLabels.
 	PodLabels map[string]string
 
-	// HTTPAddr serves /metrics, /healthz and /readyz. Empty: not served.
+	// HTTPAddr serves /healthz, /readyz and, without SecureMetricsAddr,
+	// /metrics. Empty: not served.
 	HTTPAddr string
+	// SecureMetricsAddr, if set, serves /metrics over HTTPS on this address
+	// instead of HTTPAddr, only to clients the API server authenticates and
+	// authorizes (get on the non-resource URL /metrics), reviewed as the
+	// operator's own account: it needs the ClusterRole system:auth-delegator
+	// (health.SecureMetrics). Requires HTTPAddr. Default: /metrics on
+	// HTTPAddr, open to anyone who can reach it.
+	SecureMetricsAddr string
 	// EnableProfiling also serves /debug/pprof/ on HTTPAddr.
 	EnableProfiling bool
 	// DisableLeaderElection runs the controller without holding the Lease:
@@ -162,6 +170,9 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
 	if cfg.REST == nil {
 		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
+	}
+	if cfg.SecureMetricsAddr != "" && cfg.HTTPAddr == "" {
+		return fmt.Errorf("%w: SecureMetricsAddr needs HTTPAddr, which serves /healthz and /readyz", ErrInvalidConfig)
 	}
 	metrics := newMetrics()
 	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider, metrics.collectors()...)
@@ -259,16 +270,22 @@ func Run(ctx context.Context, cfg Config) error {
 		servers = append(servers, s)
 		logger.Info("serving the admission webhook", "addr", s.Addr(), "path", webhook.Path)
 	}
+	// With SecureMetricsAddr, /metrics is served over HTTPS to the clients
+	// the API server lets get it, asked with the operator's own client.
+	var secureMetrics *health.SecureMetrics
+	if cfg.SecureMetricsAddr != "" {
+		secureMetrics = &health.SecureMetrics{Addr: cfg.SecureMetricsAddr, TokenReviews: kubeClient.AuthenticationV1(), SubjectAccessReviews: kubeClient.AuthorizationV1()}
+	}
 	// region: readiness
 	if cfg.HTTPAddr != "" {
 		// The runner says whether this replica leads, stands by, or runs
 		// without leader election.
-		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(runner, ctrl), Logger: logger})
+		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(runner, ctrl), SecureMetrics: secureMetrics, Logger: logger})
 		if err != nil {
 			return err
 		}
 		servers = append(servers, s)
-		logger.Info("serving metrics and health", "addr", s.Addr())
+		logger.Info("serving metrics and health", "addr", s.Addr(), "secureMetricsAddr", s.SecureAddr())
 	}
 	// endregion: readiness
 
