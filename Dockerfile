@@ -1,12 +1,13 @@
 # syntax=docker/dockerfile:1
 # Builds one operator into a static, trimmed binary stamped with its version,
-# on distroless/static: no shell, no package manager, run as non-root.
+# on an empty base (scratch): the binary, a non-root user, nothing else.
 #
 #   make docker-build OPERATOR=pod-terminator IMG=registry.example/pod-terminator:v0.1.0
 #
 # or, without make:
 #
 #   docker build --build-arg OPERATOR=pod-terminator --build-arg VERSION=v0.1.0 \
+#     --build-arg REVISION="$(git rev-parse HEAD)" \
 #     -t registry.example/pod-terminator:v0.1.0 .
 #
 # CMD builds any other command of the repository instead, e.g.
@@ -16,6 +17,10 @@
 # bin/ holds the same binaries, without Docker. hack/build/build_test.go
 # checks that they are static and trimmed, and that this file and the
 # Makefile build through that script only.
+#
+# `make image` builds the same image without Docker (hack/image, from the
+# binary of make build): its tests check that this file's final stage has
+# the layout and labels of that image. See docs/deploy.md.
 ARG GO_VERSION=1.26
 
 # The build runs on the builder's platform and cross-compiles to the
@@ -33,8 +38,22 @@ ARG TARGETARCH
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
 	GOOS="${TARGETOS}" GOARCH="${TARGETARCH}" VERSION="${VERSION}" hack/build/build.sh /out/operator "${CMD}"
 
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/operator /operator
-# nonroot (65532), numerically, so that runAsNonRoot can verify it.
+# The operators need no file but their own: they speak TLS only to the API
+# server, whose CA comes from the ServiceAccount mount or the kubeconfig, and
+# the pod-terminator's webhook serves its own certificate. So no CA bundle,
+# no tzdata, no /etc/passwd, no shell.
+FROM scratch
+ARG OPERATOR=pod-terminator
+ARG VERSION=dev
+ARG REVISION=
+# Owned by 0:0 (COPY's default), so the process cannot change it.
+COPY --from=build --chmod=0755 /out/operator /operator
+# distroless' nonroot (65532), numerically, so that runAsNonRoot can verify
+# it: there is no /etc/passwd to resolve a name.
 USER 65532:65532
 ENTRYPOINT ["/operator"]
+LABEL org.opencontainers.image.title="${OPERATOR}" \
+	org.opencontainers.image.version="${VERSION}" \
+	org.opencontainers.image.revision="${REVISION}" \
+	org.opencontainers.image.source="https://github.com/kooperkit/kooper" \
+	org.opencontainers.image.licenses="Apache-2.0"

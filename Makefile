@@ -29,6 +29,11 @@ OPERATOR ?= $(OPERATORS)
 IMAGE_REGISTRY ?= ghcr.io/kooperkit
 IMG ?=
 DOCKER ?= docker
+# The images' revision label, the commit, and their creation time, the
+# commit's: make image builds the same digest from the same commit
+# (docs/deploy.md).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 KUBECTL ?= kubectl
 # image is the shell expression of the image of the operator in $$op.
 image = $(or $(IMG),$(IMAGE_REGISTRY)/$$op:$(VERSION))
@@ -69,12 +74,16 @@ GRAFANA := cd grafana &&
 # hack/crdcheck is its own module too (the API server's CRD validation, CEL
 # included, stays out of the library's go.mod).
 CRDCHECK := cd hack/crdcheck &&
+# hack/image is its own module too (go-containerregistry, with which make
+# image builds images without Docker, stays out of the library's go.mod).
+IMAGE_TOOL := cd hack/image &&
 
 .PHONY: test-unit
 test-unit: ## Unit tests and examples with the race detector (fast, no cluster).
 	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
 	$(CRDCHECK) $(GO) test -count=1 ./...
+	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 .PHONY: test-integration
 test-integration: build ## Integration tests against a local control plane (built first if missing), and the library's against the previous minor's API server.
@@ -106,14 +115,17 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pi
 	cd bench && $(GO) vet ./...
 	$(GRAFANA) $(GO) vet ./...
 	$(CRDCHECK) $(GO) vet ./...
+	$(IMAGE_TOOL) $(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	$(GRAFANA) $(GO) mod tidy -diff
 	$(CRDCHECK) $(GO) mod tidy -diff
+	$(IMAGE_TOOL) $(GO) mod tidy -diff
 	$(GOLANGCI_LINT) run ./...
 	cd bench && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(GRAFANA) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(CRDCHECK) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
+	$(IMAGE_TOOL) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 
 # lint-packages lints LINT_PACKAGES of the root module only: make
 # new-operator's test lints what it wrote with it.
@@ -175,9 +187,28 @@ docker-build: check-operator ## Build an image per OPERATOR (default both) tagge
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) not found: install Docker (or set DOCKER=podman); make build makes the same static binaries without it" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) cannot reach its daemon (is it running?); make build makes the same static binaries without it" >&2; exit 1; }
 	@for op in $(OPERATOR); do \
-		echo "$(DOCKER) build --build-arg OPERATOR=$$op --build-arg VERSION=$(VERSION) -t $(image) ."; \
-		$(DOCKER) build --build-arg OPERATOR=$$op --build-arg VERSION="$(VERSION)" -t "$(image)" .; \
+		echo "$(DOCKER) build --build-arg OPERATOR=$$op --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(image) ."; \
+		$(DOCKER) build --build-arg OPERATOR=$$op --build-arg VERSION="$(VERSION)" --build-arg REVISION="$(REVISION)" -t "$(image)" .; \
 	done
+
+# image and image-push build each operator for linux (GOARCH the host's
+# unless given: make image GOARCH=arm64) into bin/ with hack/build/build.sh,
+# as make build does on Linux, then package bin/<operator> with hack/image,
+# which runs on the host (GOOS= GOARCH=). hack/image's tests run both targets
+# with a go that only records its arguments, then run what it recorded.
+image_build = GO="$(GO)" VERSION="$(VERSION)" GOOS=linux hack/build/build.sh bin/ $(foreach op,$(OPERATOR),./operators/$(op)/cmd/$(op))
+# image_tool FLAGS: hack/image on bin/$$op, with FLAGS.
+image_tool = ($(IMAGE_TOOL) GOOS= GOARCH= SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" $(GO) run . -binary "../../bin/$$op" -version "$(VERSION)" -revision "$(REVISION)" $(1))
+
+.PHONY: image
+image: check-operator ## Build an image per OPERATOR (default both) without Docker into bin/images/<operator>.tar (docker load, crane push), tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION: bin/<operator> on scratch (hack/image, docs/deploy.md).
+	$(image_build)
+	@for op in $(OPERATOR); do $(call image_tool,-tag "$(image)" -out "../../bin/images/$$op.tar"); done
+
+.PHONY: image-push
+image-push: check-operator ## Build and push an image per OPERATOR without Docker to IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION with docker login's credentials; prints each repository@sha256:digest for make deploy IMG=... (hack/image).
+	$(image_build)
+	@for op in $(OPERATOR); do $(call image_tool,-push "$(image)"); done
 
 .PHONY: deploy
 deploy: check-operator ## kubectl apply -k manifests/<operator> per OPERATOR (default both) to the current context, with the image set to IMG or IMAGE_REGISTRY/<operator>:VERSION.
