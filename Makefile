@@ -173,6 +173,11 @@ bench-failover: ## Failover (warm standbys) and fresh changes first on a local c
 	@$(MAKE) --no-print-directory controlplane
 	cd bench && $(GO) run ./cmd/cluster -scenarios failover,fresh -rounds 3 -json results/failover.json -png-failover ../docs/img/bench-failover.png
 
+.PHONY: bench-sharding
+bench-sharding: ## Kooper's sharding on a local control plane (Kooper only, no peer shards): 10,000 pods with the ShardedListAndWatch gate on, 2,000 with it off, then membership changes (about 3 minutes); writes docs/img/bench-sharding.png and bench/results/sharding.json.
+	@$(MAKE) --no-print-directory controlplane
+	cd bench && $(GO) run ./cmd/cluster -scenarios sharding -rounds 1 -json results/sharding.json -png-sharding ../docs/img/bench-sharding.png
+
 .PHONY: build
 build: ## Build static, trimmed binaries stamped with VERSION into bin/ (hack/build/build.sh, as the Dockerfile does).
 	GO="$(GO)" VERSION="$(VERSION)" hack/build/build.sh bin/ $(COMMANDS)

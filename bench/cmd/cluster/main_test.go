@@ -249,3 +249,130 @@ func checkRun(t *testing.T, r runner.Record, pods, updates int) {
 		t.Errorf("%s: got stop %v and total CPU %s, want a clean stop and CPU > 0", name, r.Stop, r.TotalCPU)
 	}
 }
+
+// TestShardingProvesAndMeasures runs scenario 6 on a tiny workload with
+// short Lease timings: every run must complete with no key handled twice
+// at once and no final version lost, the replicas must find the mode each
+// control plane allows, every membership change must end balanced, and
+// the report, the chart and the JSON must come out.
+func TestShardingProvesAndMeasures(t *testing.T) {
+	const pods, offPods = 100, 60
+	goroutines := runtime.NumGoroutine()
+	var progress bytes.Buffer
+	res, err := runner.Run(context.Background(), runner.Options{
+		Pods:            pods,
+		Rounds:          1,
+		Scenarios:       runner.Scenarios{Sharding: true},
+		Warmup:          -1,
+		Settle:          50 * time.Millisecond,
+		Timeout:         30 * time.Second,
+		StopTimeout:     15 * time.Second,
+		Progress:        &progress,
+		Lease:           impls.Election{LeaseDuration: 5 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 500 * time.Millisecond},
+		ShardingOffPods: offPods,
+		ShardingUpdates: 30,
+		ShardingHold:    time.Second,
+	})
+	if errors.Is(err, devcluster.ErrBinariesMissing) && os.Getenv("CI") != "true" {
+		t.Skip(devcluster.SkipHint)
+	}
+	t.Log("\n" + progress.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.ShardingImpls; !slices.Equal(got, []string{impls.NameKooper}) {
+		t.Errorf("got sharding implementations %v, want kooper only", got)
+	}
+	for _, r := range res.Runs {
+		if r.Err != "" {
+			t.Errorf("%s failed: %s", r.Scenario, r.Err)
+		}
+	}
+	for _, c := range []struct {
+		scenario, mode string
+		pods           int
+	}{{runner.ShardingGateOn, "server-side", pods}, {runner.ShardingGateOff, "client-side", offPods}} {
+		i := slices.IndexFunc(res.Runs, func(r runner.Record) bool { return r.Scenario == c.scenario })
+		if i < 0 || res.Runs[i].Split == nil {
+			t.Errorf("%s: no run", c.scenario)
+			continue
+		}
+		s := res.Runs[i].Split
+		cached := 0
+		for _, rep := range s.Replicas {
+			cached += rep.Cached
+			if rep.Heap <= 0 || rep.Delivered < int64(rep.Cached) || rep.UpdateShare <= 0 {
+				t.Errorf("%s %s: got %+v, want a heap, at least its cache delivered and a share of the updates", c.scenario, rep.Name, rep)
+			}
+		}
+		wantCached := c.pods // server-side: the caches split the pods
+		if c.mode == "client-side" {
+			wantCached = c.pods * runner.ShardReplicas
+		}
+		switch {
+		case s.Mode != c.mode || len(s.Replicas) != runner.ShardReplicas:
+			t.Errorf("%s: got %d replicas %s, want %d %s", c.scenario, len(s.Replicas), s.Mode, runner.ShardReplicas, c.mode)
+		case s.Baseline.Cached != c.pods || s.Baseline.Heap <= 0:
+			t.Errorf("%s: got the unsharded replica %+v, want all %d pods cached and a heap", c.scenario, s.Baseline, c.pods)
+		case cached != wantCached:
+			t.Errorf("%s: got %d pods cached by the sharded replicas together, want %d", c.scenario, cached, wantCached)
+		case s.Overlaps != 0 || s.Handlings < 2*c.pods:
+			t.Errorf("%s: got %d overlaps in %d handlings, want none in at least %d", c.scenario, s.Overlaps, s.Handlings, 2*c.pods)
+		}
+	}
+	i := slices.IndexFunc(res.Runs, func(r runner.Record) bool { return r.Scenario == runner.ShardingMoves })
+	if i < 0 || res.Runs[i].Moves == nil {
+		t.Fatal("no membership run")
+	}
+	m := res.Runs[i].Moves
+	if len(m.Changes) != 7 {
+		t.Errorf("got %d membership changes, want 7: start, two scale-ups, two clean stops, a SIGKILL, an API server restart", len(m.Changes))
+	}
+	for _, c := range m.Changes {
+		if c.Balanced < 0 {
+			t.Errorf("%s: the slots were not balanced again", c.What)
+		}
+	}
+	switch {
+	case m.Kill == nil || m.Kill.Handled <= 0 || m.Kill.Handled > 3*res.Lease.LeaseDuration:
+		t.Errorf("got the SIGKILL's takeover %+v, want its slots handled elsewhere within 3 lease durations", m.Kill)
+	case m.Overlaps != 0 || m.Lost != 0:
+		t.Errorf("got %d overlaps and %d lost final versions, want none", m.Overlaps, m.Lost)
+	case m.Writes == 0 || len(m.Rates.Counts) != 5:
+		t.Errorf("got %d writes and the rates of %d replicas, want writes and 5 replicas", m.Writes, len(m.Rates.Counts))
+	}
+
+	var out bytes.Buffer
+	report.Print(&out, res)
+	for _, section := range []string{"## Scenario 6", "### Gate on", "### Gate off", "### Membership changes", "SIGKILL of a"} {
+		if !strings.Contains(out.String(), section) {
+			t.Errorf("the report lacks %q:\n%s", section, out.String())
+		}
+	}
+	path := filepath.Join(t.TempDir(), "sharding.png")
+	if err := report.WriteShardingPNG(path, res); err != nil {
+		t.Fatal(err)
+	}
+	checkPNG(t, path)
+	jsonPath := filepath.Join(t.TempDir(), "results.json")
+	b, err := json.Marshal(res)
+	if err == nil {
+		err = os.WriteFile(jsonPath, b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var again bytes.Buffer
+	if code := run(context.Background(), runner.Options{}, outputs{from: jsonPath}, &again); code != 0 || again.String() != out.String() {
+		t.Errorf("reporting from the JSON: exit %d, same report %t", code, again.String() == out.String())
+	}
+
+	deadline := time.Now().Add(10 * time.Second)
+	for runtime.NumGoroutine() > goroutines && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > goroutines {
+		buf := make([]byte, 1<<20)
+		t.Errorf("got %d goroutines after the run, want at most %d as before it:\n%s", n, goroutines, buf[:runtime.Stack(buf, true)])
+	}
+}

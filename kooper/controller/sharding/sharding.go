@@ -313,6 +313,13 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	wake := make(chan struct{}, 1)
 	r.view = newView(r.cfg.LeaseDuration)
+	// The group as it is now, before the first step: a replica that joins
+	// must not see itself alone and claim every slot nobody claims yet.
+	if list, err := r.cfg.Client.Leases(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelGroup + "=" + r.cfg.Name}); err == nil {
+		r.view.replace(list.Items, time.Now())
+	} else {
+		r.log.Warn("could not list the group's Leases; the watch will", log.KeyErr, err)
+	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	wg.Go(func() { r.watchLeases(watchCtx, wake) })
 

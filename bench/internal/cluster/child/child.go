@@ -17,6 +17,7 @@
 package child
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,6 +56,9 @@ const (
 	// Fresh is one controller handling slowly while the parent creates new
 	// pods during its initial backlog and during a resync: see fresh.go.
 	Fresh = "fresh"
+	// Sharding is one replica of a sharded Kooper controller, or the
+	// unsharded baseline: see sharding.go.
+	Sharding = "sharding"
 )
 
 // Roles of a Failover child.
@@ -112,6 +116,14 @@ type Args struct {
 	// FreshNamespaces hold the pods created during the initial backlog
 	// and during the resync, in that order (Fresh only).
 	FreshNamespaces [2]string
+
+	// Replica names this replica of the sharded group Election.Name
+	// (Sharding only; empty: the unsharded baseline). Election.Namespace
+	// holds the pods it watches and the group's Leases.
+	Replica string
+	// Handlings is the file every handling is recorded in (Sharding only,
+	// package ledger).
+	Handlings string
 }
 
 // CommandLine returns the arguments that make a binary calling Main run a.
@@ -123,7 +135,8 @@ func (a Args) CommandLine() []string {
 		"-lease-duration", a.Election.LeaseDuration.String(), "-renew-deadline", a.Election.RenewDeadline.String(),
 		"-retry-period", a.Election.RetryPeriod.String(), "-standby-settle", a.StandbySettle.String(),
 		"-resync", a.Resync.String(), "-fresh-pods", fmt.Sprint(a.FreshPods),
-		"-fresh-namespaces", a.FreshNamespaces[0] + "," + a.FreshNamespaces[1]}
+		"-fresh-namespaces", a.FreshNamespaces[0] + "," + a.FreshNamespaces[1],
+		"-replica", a.Replica, "-handlings", a.Handlings}
 }
 
 // IsChild reports whether args (os.Args[1:]) are a child's command line.
@@ -152,6 +165,8 @@ func parse(args []string) (Args, error) {
 	fs.DurationVar(&a.Resync, "resync", 0, "resync period (fresh)")
 	fs.IntVar(&a.FreshPods, "fresh-pods", 0, "pods created per phase (fresh)")
 	freshNamespaces := fs.String("fresh-namespaces", ",", "namespaces of the created pods, comma-separated (fresh)")
+	fs.StringVar(&a.Replica, "replica", "", "this replica's name, empty for the unsharded baseline (sharding)")
+	fs.StringVar(&a.Handlings, "handlings", "", "file recording every handling (sharding)")
 	if err := fs.Parse(args); err != nil {
 		return Args{}, fmt.Errorf("could not parse the child's arguments: %w", err)
 	}
@@ -169,8 +184,12 @@ func parse(args []string) (Args, error) {
 		if a.FreshPods <= 0 || a.Resync <= 0 || a.FreshNamespaces[0] == "" || a.FreshNamespaces[1] == "" {
 			return Args{}, errors.New("a fresh child needs -fresh-pods, -resync and two -fresh-namespaces")
 		}
+	case Sharding:
+		if a.Election.Namespace == "" || a.Handlings == "" || (a.Replica != "" && a.Election.Name == "") {
+			return Args{}, errors.New("a sharding child needs -lease-namespace, -handlings and, for a replica, -lease")
+		}
 	default:
-		return Args{}, fmt.Errorf("unknown scenario %q, want %s, %s, %s or %s", a.Scenario, Single, Pair, Failover, Fresh)
+		return Args{}, fmt.Errorf("unknown scenario %q, want %s, %s, %s, %s or %s", a.Scenario, Single, Pair, Failover, Fresh, Sharding)
 	}
 	if a.Pods <= 0 {
 		return Args{}, errors.New("-pods must be positive")
@@ -189,8 +208,12 @@ type Message struct {
 	Backlog      *Backlog    `json:"backlog,omitempty"`
 	FreshHandled *FreshPhase `json:"freshHandled,omitempty"`
 	Resyncing    *Backlog    `json:"resyncing,omitempty"`
-	Stopped      *Stop       `json:"stopped,omitempty"`
-	Error        string      `json:"error,omitempty"`
+	// ShardReady, ShardState and ShardMeasured are a Sharding child's.
+	ShardReady    *ShardReady    `json:"shardReady,omitempty"`
+	ShardState    *ShardState    `json:"shardState,omitempty"`
+	ShardMeasured *ShardMeasured `json:"shardMeasured,omitempty"`
+	Stopped       *Stop          `json:"stopped,omitempty"`
+	Error         string         `json:"error,omitempty"`
 }
 
 // Sync measures the initial sync, from just before the implementation's
@@ -276,6 +299,8 @@ type env struct {
 	out  *json.Encoder
 	// stopCtx is done once the parent asks the child to stop.
 	stopCtx context.Context
+	// commands are the lines the parent writes to stdin (Sharding only).
+	commands <-chan string
 }
 
 func run(a Args, stdin io.Reader, out *json.Encoder) error {
@@ -292,22 +317,32 @@ func run(a Args, stdin io.Reader, out *json.Encoder) error {
 	reqs := newRequests()
 	cfg.Wrap(reqs.wrap)
 
-	// A stop request is stdin's end or a signal.
+	// A stop request is stdin's end or a signal. Lines before it are
+	// commands; a command nobody reads within 16 more is dropped.
 	stopCtx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	stopCtx, cancelStop := context.WithCancel(stopCtx)
 	defer cancelStop()
+	commands := make(chan string, 16)
 	go func() {
-		_, _ = io.Copy(io.Discard, stdin)
+		s := bufio.NewScanner(stdin)
+		for s.Scan() {
+			select {
+			case commands <- s.Text():
+			default:
+			}
+		}
 		cancelStop()
 	}()
 
-	e := &env{a: a, impl: impl, cfg: cfg, reqs: reqs, out: out, stopCtx: stopCtx}
+	e := &env{a: a, impl: impl, cfg: cfg, reqs: reqs, out: out, stopCtx: stopCtx, commands: commands}
 	switch a.Scenario {
 	case Failover:
 		return e.failover()
 	case Fresh:
 		return e.fresh()
+	case Sharding:
+		return e.sharding()
 	}
 	return e.throughput()
 }

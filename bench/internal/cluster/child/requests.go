@@ -57,7 +57,7 @@ func (t roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // describe renders a request without its varying parts (timeouts,
-// resource versions, namespaces' names stay).
+// resource versions and shard selectors; namespaces' names stay).
 func describe(req *http.Request) string {
 	q := req.URL.Query()
 	method := req.Method
@@ -70,8 +70,10 @@ func describe(req *http.Request) string {
 			params = append(params, k+"="+v)
 		}
 	}
-	if q.Get("resourceVersion") != "" {
-		params = append(params, "resourceVersion=…")
+	for _, k := range []string{"resourceVersion", "shardSelector"} {
+		if q.Get(k) != "" {
+			params = append(params, k+"=…")
+		}
 	}
 	s := method + " " + req.URL.Path
 	if len(params) > 0 {

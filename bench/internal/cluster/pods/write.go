@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 )
 
@@ -130,17 +131,51 @@ func Churn(ctx context.Context, client kubernetes.Interface, ns string, u, write
 	g.SetLimit(writers)
 	for i := range u {
 		g.Go(func() error {
-			patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q,%q:%q}}}`,
-				TokenAnnotation, token, SentAnnotation, SentTime(time.Now()))
-			if _, err := client.CoreV1().Pods(ns).Patch(gctx, Name(i), types.MergePatchType, patch,
-				metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
-				return fmt.Errorf("could not patch pod %s: %w", Name(i), err)
-			}
-			return nil
+			_, err := Touch(gctx, client, ns, i, token)
+			return err
 		})
 	}
 	err := g.Wait()
 	return time.Since(began), err
+}
+
+// Touch updates pod i of ns as Churn does (TokenAnnotation set to token,
+// SentAnnotation to the time just before the request) and returns its new
+// resourceVersion.
+func Touch(ctx context.Context, client kubernetes.Interface, ns string, i int, token string) (string, error) {
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q,%q:%q}}}`,
+		TokenAnnotation, token, SentAnnotation, SentTime(time.Now()))
+	pod, err := client.CoreV1().Pods(ns).Patch(ctx, Name(i), types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return "", fmt.Errorf("could not patch pod %s: %w", Name(i), err)
+	}
+	return pod.ResourceVersion, nil
+}
+
+// Versions returns the UID and resourceVersion of pods 0 to n-1 of ns, by
+// index, from one metadata-only LIST: an error if one is missing.
+func Versions(ctx context.Context, cfg *rest.Config, ns string, n int) ([]types.UID, []string, error) {
+	md, err := metadata.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("could not create the metadata client: %w", err)
+	}
+	list, err := md.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("could not list the pods of %s: %w", ns, err)
+	}
+	uids, rvs := make([]types.UID, n), make([]string, n)
+	for _, p := range list.Items {
+		if i, ok := Index(p.Name); ok && i < n {
+			uids[i], rvs[i] = p.UID, p.ResourceVersion
+		}
+	}
+	for i, uid := range uids {
+		if uid == "" {
+			return nil, nil, fmt.Errorf("pod %s/%s is missing", ns, Name(i))
+		}
+	}
+	return uids, rvs, nil
 }
 
 // Create creates n new pods Pod(ns, i) in ns, one every interval (each in

@@ -64,6 +64,9 @@ func Print(w io.Writer, res runner.Results) {
 	if len(res.FreshImpls) > 0 {
 		printFresh(w, res)
 	}
+	if len(res.ShardingImpls) > 0 {
+		printSharding(w, res)
+	}
 
 	if len(res.SingleImpls)+len(res.PairImpls) > 0 {
 		fmt.Fprintf(w, "\nTargets of scenarios 1-3 (informational: missing one never changes the exit code):\n\n")
@@ -72,7 +75,9 @@ func Print(w io.Writer, res runner.Results) {
 		}
 	}
 
-	fmt.Fprintf(w, "\nRequests each implementation made until every pod was handled (its first completed run):\n\n")
+	if len(res.SingleImpls)+len(res.PairImpls) > 0 {
+		fmt.Fprintf(w, "\nRequests each implementation made until every pod was handled (its first completed run):\n\n")
+	}
 	for _, s := range []struct {
 		scenario string
 		impls    []string

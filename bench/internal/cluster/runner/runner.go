@@ -22,6 +22,8 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
 	"github.com/kooperkit/kooper/bench/internal/cluster/proc"
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
@@ -50,6 +52,9 @@ var FreshImpls = []string{
 	impls.NameKooper, impls.NameControllerRuntimePQ, impls.NameControllerRuntime, impls.NameKooperV2,
 }
 
+// ShardingImpls run scenario 6 (sharding): Kooper only, no peer shards.
+var ShardingImpls = []string{impls.NameKooper}
+
 // Scenarios selects what runs.
 type Scenarios struct {
 	// Sync is scenario 1, the initial sync of the seeded pods.
@@ -64,10 +69,15 @@ type Scenarios struct {
 	// Fresh is scenario 5: pods created while a slow handler works through
 	// the initial backlog and through a resync.
 	Fresh bool `json:"fresh"`
+	// Sharding is scenario 6: one Kooper controller sharded over active
+	// replicas, with the API server's sharding and without, and as
+	// replicas come and go. Not in the zero value's set: it runs when
+	// asked.
+	Sharding bool `json:"sharding,omitempty"`
 }
 
 // ParseScenarios parses a comma-separated list of sync, churn, pair,
-// failover and fresh (or 1 to 5).
+// failover, fresh and sharding (or 1 to 6).
 func ParseScenarios(list string) (Scenarios, error) {
 	var s Scenarios
 	for name := range strings.SplitSeq(list, ",") {
@@ -82,8 +92,10 @@ func ParseScenarios(list string) (Scenarios, error) {
 			s.Failover = true
 		case "fresh", "5":
 			s.Fresh = true
+		case "sharding", "6":
+			s.Sharding = true
 		default:
-			return Scenarios{}, fmt.Errorf("unknown scenario %q, want sync, churn, pair, failover or fresh (1 to 5)", name)
+			return Scenarios{}, fmt.Errorf("unknown scenario %q, want sync, churn, pair, failover, fresh or sharding (1 to 6)", name)
 		}
 	}
 	return s, nil
@@ -101,7 +113,7 @@ type Options struct {
 	Rounds int
 	// Impls names the implementations to run; empty means all that exist.
 	Impls []string
-	// Scenarios selects what runs. The zero value runs all five.
+	// Scenarios selects what runs. The zero value runs the first five.
 	Scenarios Scenarios
 	// Warmup is how many uncounted sync-only runs of the first
 	// implementation precede round 1, so that no implementation meets an API
@@ -122,8 +134,9 @@ type Options struct {
 	// HandlerDelay is slept in every handling of every implementation: a
 	// handler waiting on I/O. Default 0, the no-op handler.
 	HandlerDelay time.Duration
-	// Lease has the Lease timings of the failover scenario (its namespace
-	// and name are set per run). Default 15s, 10s, 2s.
+	// Lease has the Lease timings of the failover and sharding scenarios
+	// (the namespace and name are set per run). Default 15s, 10s, 2s, the
+	// defaults of client-go's leader election and of package sharding.
 	Lease impls.Election
 	// StandbySettle is how long a standby stands by before the leader is
 	// stopped: long enough to fill a warm cache. Default 10s.
@@ -139,6 +152,23 @@ type Options struct {
 	// FreshResync is the resync period in the fresh scenario: it must
 	// come after the initial backlog was handled. Default 30s.
 	FreshResync time.Duration
+	// ShardingOffPods is how many pods the sharding scenario seeds on its
+	// second control plane, started with the ShardedListAndWatch feature
+	// gate off. Default 2,000.
+	ShardingOffPods int
+	// ShardingUpdates is how many distinct pods the sharding scenario
+	// updates once each, once the sharded replicas are balanced, to
+	// measure each one's share of the keys. Default 1,000.
+	ShardingUpdates int
+	// ShardingHandle is slept in every handling of the membership run, so
+	// that two handlings of one key at once would show. Default 1ms.
+	ShardingHandle time.Duration
+	// ShardingHold is how long the membership run keeps each set of
+	// replicas once their slots are balanced. Default 5s.
+	ShardingHold time.Duration
+	// ShardingWriteEvery is the interval between the membership run's
+	// updates of random pods. Default 20ms.
+	ShardingWriteEvery time.Duration
 	// Exe is the binary children run, with a child command line (its main
 	// must hand that to child.Main). Default: this process's executable.
 	Exe string
@@ -193,6 +223,24 @@ func (o *Options) defaults() error {
 	if o.FreshResync <= 0 {
 		o.FreshResync = 30 * time.Second
 	}
+	if budget := o.Lease.LeaseDuration - o.Lease.RenewDeadline; o.Scenarios.Sharding && budget <= controller.DefaultShutdownTimeout {
+		return fmt.Errorf("sharding needs a lease duration over the renew deadline by more than the controller's shutdown timeout %s, not %s", controller.DefaultShutdownTimeout, budget)
+	}
+	if o.ShardingOffPods <= 0 {
+		o.ShardingOffPods = 2000
+	}
+	if o.ShardingUpdates <= 0 {
+		o.ShardingUpdates = 1000
+	}
+	if o.ShardingHandle <= 0 {
+		o.ShardingHandle = time.Millisecond
+	}
+	if o.ShardingHold <= 0 {
+		o.ShardingHold = 5 * time.Second
+	}
+	if o.ShardingWriteEvery <= 0 {
+		o.ShardingWriteEvery = 20 * time.Millisecond
+	}
 	if !o.Scenarios.Churn {
 		o.Updates = 0
 	}
@@ -245,6 +293,8 @@ type Results struct {
 	PairImpls     []string `json:"pairImpls"`
 	FailoverImpls []string `json:"failoverImpls,omitempty"`
 	FreshImpls    []string `json:"freshImpls,omitempty"`
+	// ShardingImpls ran scenario 6 (Kooper only).
+	ShardingImpls []string `json:"shardingImpls,omitempty"`
 	// Lease and StandbySettle are scenario 4's settings (Options).
 	Lease         impls.Election `json:"lease"`
 	StandbySettle time.Duration  `json:"standbySettle"`
@@ -254,6 +304,8 @@ type Results struct {
 	FreshEvery  time.Duration `json:"freshEvery"`
 	FreshHandle time.Duration `json:"freshHandle"`
 	FreshResync time.Duration `json:"freshResync"`
+	// Sharding has scenario 6's settings (its Lease timings are Lease).
+	Sharding *ShardingSettings `json:"sharding,omitempty"`
 	// PodSize is a seeded pod's average size on the wire.
 	PodSize pods.Sizes `json:"podSize"`
 	// PodsAtEnd counts the namespace's pods after the last run: nothing
@@ -282,8 +334,8 @@ func (r Results) Failed() []Record {
 // Record is one child process: one implementation, one scenario, one round.
 type Record struct {
 	Impl string `json:"impl"`
-	// Scenario is child.Single, child.Pair, FailoverStop, FailoverKill or
-	// child.Fresh.
+	// Scenario is child.Single, child.Pair, FailoverStop, FailoverKill,
+	// child.Fresh, ShardingGateOn, ShardingGateOff or ShardingMoves.
 	Scenario string `json:"scenario"`
 	Round    int    `json:"round"` // from 1; 0 for a warm-up
 	// Sync, Churn and Stop are what the child reported (in a failover, the
@@ -296,10 +348,14 @@ type Record struct {
 	// Fresh are a fresh run's two phases: created during the initial
 	// backlog, then during a resync.
 	Fresh []child.FreshPhase `json:"fresh,omitempty"`
+	// Split is a ShardingGateOn or ShardingGateOff run's measurements;
+	// Moves a ShardingMoves run's.
+	Split *ShardSplit `json:"split,omitempty"`
+	Moves *ShardMoves `json:"moves,omitempty"`
 	// ChurnSend is how long the parent took to send the updates.
 	ChurnSend time.Duration `json:"churnSend,omitempty"`
 	// TotalCPU is the child's user+system CPU over its whole life (in a
-	// failover, the standby's).
+	// failover, the standby's; in a sharding run, every child's).
 	TotalCPU time.Duration `json:"totalCPU"`
 	// Err says why the run failed; empty for a run that completed.
 	Err string `json:"err,omitempty"`
@@ -330,7 +386,12 @@ func Run(ctx context.Context, o Options) (Results, error) {
 	if o.Scenarios.Fresh {
 		res.FreshImpls = selectImpls(FreshImpls, o.Impls)
 	}
-	all := slices.Concat(res.SingleImpls, res.PairImpls, res.FailoverImpls, res.FreshImpls)
+	if o.Scenarios.Sharding {
+		res.ShardingImpls = selectImpls(ShardingImpls, o.Impls)
+		res.Sharding = &ShardingSettings{Slots: sharding.DefaultSlots, OffPods: o.ShardingOffPods, Updates: min(o.ShardingUpdates, o.Pods),
+			Handle: o.ShardingHandle, Hold: o.ShardingHold, WriteEvery: o.ShardingWriteEvery}
+	}
+	all := slices.Concat(res.SingleImpls, res.PairImpls, res.FailoverImpls, res.FreshImpls, res.ShardingImpls)
 	if len(all) == 0 {
 		return Results{}, errors.New("no implementation runs the selected scenarios")
 	}
@@ -369,7 +430,13 @@ func Run(ctx context.Context, o Options) (Results, error) {
 		}
 	}
 
-	r := &runner{o: o, client: client, kubeconfig: cluster.KubeconfigPath()}
+	r := &runner{o: o, client: client, kubeconfig: cluster.KubeconfigPath(),
+		main: &plane{cluster: cluster, client: client, kubeconfig: cluster.KubeconfigPath(), pods: o.Pods}}
+	defer func() {
+		if r.off != nil {
+			_ = r.off.cluster.Stop()
+		}
+	}()
 	first := all[0]
 	for range max(o.Warmup, 0) {
 		run := r.run(ctx, first, child.Single, 0, 0)
@@ -386,6 +453,7 @@ func Run(ctx context.Context, o Options) (Results, error) {
 		}{
 			{child.Single, res.SingleImpls}, {child.Pair, res.PairImpls},
 			{FailoverStop, res.FailoverImpls}, {FailoverKill, res.FailoverImpls}, {child.Fresh, res.FreshImpls},
+			{ShardingGateOn, res.ShardingImpls}, {ShardingGateOff, res.ShardingImpls}, {ShardingMoves, res.ShardingImpls},
 		} {
 			order := slices.Clone(s.impls)
 			if round%2 == 1 {
@@ -401,6 +469,8 @@ func Run(ctx context.Context, o Options) (Results, error) {
 					run = r.failover(ctx, impl, s.scenario, round+1)
 				case child.Fresh:
 					run = r.fresh(ctx, impl, round+1)
+				case ShardingGateOn, ShardingGateOff, ShardingMoves:
+					run = r.sharding(ctx, s.scenario, round+1)
 				default:
 					run = r.run(ctx, impl, s.scenario, round+1, o.Updates)
 				}
@@ -436,6 +506,9 @@ type runner struct {
 	client     kubernetes.Interface
 	kubeconfig string
 	runs       int
+	// main is the control plane (gate on); off the one with the
+	// ShardedListAndWatch gate off, once the sharding scenario started it.
+	main, off *plane
 }
 
 // describe is a run's progress line.
@@ -464,6 +537,21 @@ func describe(run Record, rounds int) string {
 	}
 	for _, p := range run.Fresh {
 		fmt.Fprintf(&b, " | %s: p50 %7.1fms p99 %7.1fms (%d behind)", p.Phase, ms(p.P50), ms(p.P99), p.Behind)
+	}
+	if s := run.Split; s != nil && len(s.Replicas) > 0 {
+		fmt.Fprintf(&b, " %s: unsharded all handled %.2fs heap %.0f MB; %d replicas all handled %.2fs heap",
+			s.Mode, s.BaselineAllHandled.Seconds(), float64(s.Baseline.Heap)/(1<<20), len(s.Replicas), s.AllHandled.Seconds())
+		for _, rep := range s.Replicas {
+			fmt.Fprintf(&b, " %.0f", float64(rep.Heap)/(1<<20))
+		}
+		fmt.Fprintf(&b, " MB, %d overlaps", s.Overlaps)
+	}
+	if m := run.Moves; m != nil && len(m.Changes) > 0 {
+		fmt.Fprintf(&b, " %d changes, balanced after", len(m.Changes))
+		for _, c := range m.Changes {
+			fmt.Fprintf(&b, " %.2fs", c.Balanced.Seconds())
+		}
+		fmt.Fprintf(&b, "; %d overlaps, %d lost", m.Overlaps, m.Lost)
 	}
 	if s := run.Stop; s != nil {
 		fmt.Fprintf(&b, " | stop %.2fs", s.Elapsed.Seconds())
