@@ -337,8 +337,10 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 	// nothing else: a renewal must not set off the others'.
 	a.net.take()
 	time.Sleep(4 * shardRetry)
-	if rest := a.net.take(); rest["PUT leases"] > 5 || len(rest) > 1 {
-		t.Errorf("a made %v in %s at rest, want about 4 Lease renewals", rest, 4*shardRetry)
+	// (Watches of slots just taken may still be opening: only the Lease
+	// requests count.)
+	if rest := a.net.take(); rest["PUT leases"] > 5 || rest["POST leases"]+rest["GET leases"] > 0 {
+		t.Errorf("a made %v in %s at rest, want about 4 Lease renewals and no other Lease request", rest, 4*shardRetry)
 	} else {
 		t.Logf("at rest, a made %v in %s", rest, 4*shardRetry)
 	}
