@@ -45,6 +45,9 @@ type Options struct {
 	// nodes, so pods are scheduled and reach Running with no kubelet.
 	// Implies ControllerManager.
 	Nodes int
+	// Scheduler starts kube-scheduler, for nodes of your own (package
+	// procnode's, which run pods as processes). Implied by Nodes.
+	Scheduler bool
 	// StartTimeout bounds Start and StartAPIServer. Default 90s.
 	StartTimeout time.Duration
 	// Progress, if set, receives one line per start-up step.
@@ -93,7 +96,7 @@ const (
 // missing.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.Nodes > 0 {
-		opts.ControllerManager = true
+		opts.ControllerManager, opts.Scheduler = true, true
 	}
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = 90 * time.Second
@@ -102,8 +105,11 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.ControllerManager {
 		need = append(need, BinControllerManager)
 	}
+	if opts.Scheduler {
+		need = append(need, BinScheduler)
+	}
 	if opts.Nodes > 0 {
-		need = append(need, BinScheduler, BinKwok)
+		need = append(need, BinKwok)
 	}
 	binDir, err := findBinDir(opts.BinDir, need)
 	if err != nil {
@@ -223,8 +229,13 @@ func (c *Cluster) start(ctx context.Context) error {
 		c.progress("kube-controller-manager ready", began)
 	}
 
+	if c.opts.Scheduler {
+		if err := c.startScheduler(ctx, schedPort, began); err != nil {
+			return err
+		}
+	}
 	if c.opts.Nodes > 0 {
-		if err := c.startNodes(ctx, schedPort, began); err != nil {
+		if err := c.startNodes(ctx, began); err != nil {
 			return err
 		}
 	}

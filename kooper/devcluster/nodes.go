@@ -16,9 +16,8 @@ import (
 // KwokNodeAnnotation marks the nodes kwok simulates.
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
-// startNodes starts kube-scheduler and kwok, registers Options.Nodes fake
-// nodes and waits until they are Ready.
-func (c *Cluster) startNodes(ctx context.Context, schedPort int, began time.Time) error {
+// startScheduler starts kube-scheduler and waits until it is healthy.
+func (c *Cluster) startScheduler(ctx context.Context, schedPort int, began time.Time) error {
 	sched, err := c.component("system:kube-scheduler", nil)
 	if err != nil {
 		return err
@@ -31,7 +30,12 @@ func (c *Cluster) startNodes(ctx context.Context, schedPort int, began time.Time
 		return err
 	}
 	c.progress("kube-scheduler ready", began)
+	return nil
+}
 
+// startNodes starts kwok, registers Options.Nodes fake nodes and waits
+// until they are Ready.
+func (c *Cluster) startNodes(ctx context.Context, began time.Time) error {
 	ports, err := freePorts(1)
 	if err != nil {
 		return err

@@ -6,5 +6,9 @@
 // nothing else; and make deploy / make undeploy install and remove an
 // operator on a local control plane (package devcluster), custom resources
 // first, while the operator can still finalize them, without touching the
-// other operator. It has no non-test code; the tests run in `make test`.
+// other operator. TestTheOperatorsRunAsTheirDeploymentsSay runs both
+// operators from their images, two replicas each, exactly as their
+// Deployments say, on a node whose pods are processes (package procnode),
+// and shows that four broken manifests are caught. It has no non-test code;
+// the tests run in `make test`.
 package integration
