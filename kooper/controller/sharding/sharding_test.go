@@ -59,12 +59,14 @@ func TestAReplicaAloneTakesEverySlotAndLeavesNoLease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	// Checked before Run starts: once it runs, a fake client lets it take
+	// every slot before this goroutine looks.
 	if _, err := r.Ready(); err == nil {
 		t.Error("ready before Run")
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
 	eventually(t, "every slot is taken", func() bool { return len(r.Slots()) == 4 })
 	if status, err := r.Ready(); err != nil || status != "sharded client-side: 4 of 4 slots" {
 		t.Errorf("Ready() = %q, %v", status, err)
