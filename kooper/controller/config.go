@@ -57,6 +57,18 @@ type Config struct {
 	// handling. Default 2 seconds.
 	ShutdownTimeout time.Duration
 
+	// WatchIdleTimeout restarts a watch that received nothing, not even a
+	// bookmark, for this long: a stream that died silently (a proxy that
+	// stopped forwarding, a stuck connection) is replaced by a new watch
+	// from the last version the cache saw, instead of leaving the cache
+	// stale until the watch's own timeout of 5 to 10 minutes. The API
+	// server sends an idle watch a bookmark about every minute. Default 3
+	// minutes; see DisableWatchIdleTimeout.
+	WatchIdleTimeout time.Duration
+	// DisableWatchIdleTimeout leaves silent watches alone, for a Retriever
+	// whose watches send no bookmarks.
+	DisableWatchIdleTimeout bool
+
 	// Transform, if set, is applied to every object before it enters the
 	// cache, after managedFields are dropped: drop what else the handler
 	// never reads (big annotations, say) to save memory. It must not keep a
@@ -119,6 +131,7 @@ const (
 	DefaultRetryMaxDelay     = time.Minute
 	DefaultProcessingTimeout = time.Minute
 	DefaultShutdownTimeout   = 2 * time.Second
+	DefaultWatchIdleTimeout  = 3 * time.Minute
 )
 
 func (c *Config) defaults() {
@@ -148,6 +161,12 @@ func (c *Config) defaults() {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.WatchIdleTimeout <= 0 {
+		c.WatchIdleTimeout = DefaultWatchIdleTimeout
+	}
+	if c.DisableWatchIdleTimeout {
+		c.WatchIdleTimeout = 0
 	}
 	if c.Logger == nil {
 		c.Logger = log.Noop

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"reflect"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -160,6 +161,10 @@ type listerWatcher struct {
 	r   Retriever
 	// tap, if set, wraps the watches that stream an initial list.
 	tap func(watch.Interface) watch.Interface
+	// idle, if positive, ends a watch that received nothing for that long
+	// (idle.go); onIdle is told.
+	idle   time.Duration
+	onIdle func()
 }
 
 var (
@@ -181,8 +186,18 @@ func (l listerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOpti
 
 func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	w, err := l.r.Watch(ctx, opts)
-	if err != nil || l.tap == nil || opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
+	if err != nil {
 		return w, err
+	}
+	if l.idle > 0 {
+		onIdle := l.onIdle
+		if onIdle == nil {
+			onIdle = func() {}
+		}
+		w = watchWithIdleTimeout(w, l.idle, onIdle)
+	}
+	if l.tap == nil || opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
+		return w, nil
 	}
 	return l.tap(w), nil
 }

@@ -391,6 +391,8 @@ func (r *shardedRun) start(slot int) {
 		resync:    r.c.cfg.ResyncInterval,
 		transform: cacheTransform(r.c.cfg.Transform, r.c.cfg.KeepManagedFields),
 		onError:   r.c.retrieve.handler(),
+		idle:      r.c.cfg.WatchIdleTimeout,
+		onIdle:    idleLogger(r.c.log, r.c.cfg.WatchIdleTimeout),
 	}
 	open, err := src.open(ctx, r.c.shardedEvents(r.s), cache.HandlerOptions{ResyncPeriod: &r.c.cfg.ResyncInterval})
 	if err != nil {

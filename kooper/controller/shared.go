@@ -24,6 +24,9 @@ type SharedConfig struct {
 	// KeepManagedFields is Config.KeepManagedFields for the shared cache:
 	// the controllers sharing it must leave theirs unset.
 	KeepManagedFields bool
+	// WatchIdleTimeout is Config.WatchIdleTimeout for the shared cache's
+	// watch. Default 3 minutes; negative: never.
+	WatchIdleTimeout time.Duration
 }
 
 // Shared is a Retriever whose cache is shared by every controller given it
@@ -122,7 +125,11 @@ func (s *Shared) join(ctx context.Context, h cache.ResourceEventHandler, opts ca
 	defer s.mu.Unlock()
 	if s.users == 0 {
 		runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		lw := listerWatcher{ctx: runCtx, r: s.cfg.Retriever}
+		idle := s.cfg.WatchIdleTimeout
+		if idle == 0 {
+			idle = DefaultWatchIdleTimeout
+		}
+		lw := listerWatcher{ctx: runCtx, r: s.cfg.Retriever, idle: idle}
 		transform := cacheTransform(s.cfg.Transform, s.cfg.KeepManagedFields)
 		informer, reg, stopped, err := startInformer(runCtx, lw, resyncCheckPeriod, transform, s.watchError, h, opts)
 		if err != nil {

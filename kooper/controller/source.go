@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kooperkit/kooper/kooper/log"
 )
 
 // Where a controller's cache comes from.
@@ -41,6 +43,8 @@ func newCacheSource(cfg Config, onError cache.WatchErrorHandlerWithContext, queu
 		resync:    cfg.ResyncInterval,
 		transform: cacheTransform(cfg.Transform, cfg.KeepManagedFields),
 		onError:   onError,
+		idle:      cfg.WatchIdleTimeout,
+		onIdle:    idleLogger(cfg.Logger, cfg.WatchIdleTimeout),
 	}
 	if cfg.HandleDuringSync {
 		return tappedInformer{own: own, queue: queue}
@@ -116,10 +120,19 @@ type ownInformer struct {
 	resync    time.Duration
 	transform cache.TransformFunc
 	onError   cache.WatchErrorHandlerWithContext
+	idle      time.Duration // Config.WatchIdleTimeout
+	onIdle    func()
+}
+
+// idleLogger says that a silent watch is being restarted.
+func idleLogger(logger log.Logger, idle time.Duration) func() {
+	return func() {
+		logger.Warn("the watch received nothing, not even a bookmark: restarting it from the last version seen", "idleFor", idle.String())
+	}
 }
 
 func (s ownInformer) open(ctx context.Context, h cache.ResourceEventHandler, opts cache.HandlerOptions) (*openCache, error) {
-	lw := listerWatcher{ctx: ctx, r: s.retriever}
+	lw := listerWatcher{ctx: ctx, r: s.retriever, idle: s.idle, onIdle: s.onIdle}
 	informer, reg, stopped, err := startInformer(ctx, lw, s.resync, s.transform, s.onError, h, opts)
 	if err != nil {
 		return nil, err
@@ -140,7 +153,7 @@ func (s tappedInformer) open(ctx context.Context, h cache.ResourceEventHandler, 
 	if transform != nil {
 		transform = e.cacheTransform(transform)
 	}
-	lw := listerWatcher{ctx: ctx, r: s.own.retriever, tap: func(w watch.Interface) watch.Interface {
+	lw := listerWatcher{ctx: ctx, r: s.own.retriever, idle: s.own.idle, onIdle: s.own.onIdle, tap: func(w watch.Interface) watch.Interface {
 		if e.done.Load() {
 			return w // a relist after the sync goes through the cache
 		}
