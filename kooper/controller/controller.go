@@ -39,6 +39,8 @@ type Controller struct {
 	deleted sync.Map
 	// retrieve keeps, counts and logs the failed lists and watches.
 	retrieve *retrieveErrors
+	// validity bounds the right to handle (SetValidUntil).
+	validity validity
 }
 
 // New validates cfg, applies its defaults and returns a Controller ready to
@@ -250,6 +252,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 
 	// 3. Drain: workers finish their current key, then exit.
 	queue.ShutDown()
+	defer c.validity.stop()
 	err = waitTimeout(&workers, c.cfg.ShutdownTimeout)
 	src.close()
 	if err != nil {
@@ -399,6 +402,13 @@ func (c *Controller) worker(ctx context.Context, id int, src objects, queue *wor
 	}
 }
 
+// retryLater queues key again in a second, without backoff: its handling
+// waits for the right to handle (SetValidUntil).
+func (c *Controller) retryLater(queue *workQueue, key string) {
+	queue.Forget(key)
+	queue.AddAfter(key, time.Second)
+}
+
 // process handles one key: fetch the latest state, copy it, call the
 // handler, and decide what happens to the key next.
 func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src objects, queue *workQueue) {
@@ -437,6 +447,27 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		}
 		defer shards.end(slot)
 		ctx = slotCtx
+	}
+	if c.validity.limited() {
+		// Under leader election: only while the Lease was renewed recently
+		// enough, and cancelled once it was not.
+		vctx, cancel := context.WithCancel(ctx)
+		stop, ok := c.validity.begin(cancel)
+		if !ok {
+			cancel()
+			c.retryLater(queue, key)
+			return
+		}
+		defer func(parent context.Context) {
+			c.validity.end(stop)
+			if vctx.Err() != nil && parent.Err() == nil {
+				// Cancelled by the expiry, not by a stop: handled again if
+				// the right comes back, by the next leader otherwise.
+				c.retryLater(queue, key)
+			}
+			cancel()
+		}(ctx)
+		ctx = vctx
 	}
 	obj := item.(runtime.Object)
 	if !c.cfg.DisableDeepCopy {

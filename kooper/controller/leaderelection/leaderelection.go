@@ -232,13 +232,29 @@ func (r *Runner) lead(leading bool) {
 	r.cfg.Recorder.SetLeader(r.cfg.Name, leading)
 }
 
+// renewed is told that this replica wrote itself into the Lease with a
+// request sent at start: its runnables that can (a *controller.Controller)
+// may handle until start plus RenewDeadline, by which client-go's elector
+// gives up leading unless it renewed again. A replica paused past it, or
+// cut off from the API server, takes no key when it wakes up and cancels
+// its handlings, before its elector notices: a standby takes over no
+// sooner than LeaseDuration after the renewal, later than that.
+func (r *Runner) renewed(start time.Time) {
+	until := start.Add(r.cfg.RenewDeadline)
+	for _, rn := range r.runnables {
+		if v, ok := rn.(interface{ SetValidUntil(time.Time) }); ok {
+			v.SetValidUntil(until)
+		}
+	}
+}
+
 // elect competes for the Lease and runs the runnables while holding it.
 func (r *Runner) elect(ctx context.Context) error {
 	lock := &observedLock{Interface: &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: r.cfg.Namespace, Name: r.cfg.Name},
 		Client:     r.cfg.Client,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: r.cfg.Identity},
-	}}
+	}, renewed: r.renewed}
 	// The elector gets its own context, cancelled only after the runnables
 	// returned: it keeps renewing the Lease while they drain, then releases
 	// it (ReleaseOnCancel), so a standby never overlaps with this leader.
@@ -506,6 +522,9 @@ type observedLock struct {
 
 	mu        sync.Mutex // held across writes, so abandon waits for one in flight
 	abandoned bool
+	// renewed, if set, is told when a write of this replica into the Lease
+	// that was sent at start succeeded.
+	renewed func(start time.Time)
 
 	// The Lease's record as last seen (by Get or by the watch) and when it
 	// was first seen.
@@ -567,8 +586,12 @@ func (l *observedLock) Create(ctx context.Context, rec resourcelock.LeaderElecti
 	if l.abandoned {
 		return errAbandoned
 	}
+	start := time.Now()
 	err := l.Interface.Create(ctx, rec)
 	l.observe(rec, err)
+	if err == nil && rec.HolderIdentity == l.Identity() && l.renewed != nil {
+		l.renewed(start)
+	}
 	return err
 }
 
@@ -578,8 +601,12 @@ func (l *observedLock) Update(ctx context.Context, rec resourcelock.LeaderElecti
 	if l.abandoned {
 		return errAbandoned
 	}
+	start := time.Now()
 	err := l.Interface.Update(ctx, rec)
 	l.observe(rec, err)
+	if err == nil && rec.HolderIdentity == l.Identity() && l.renewed != nil {
+		l.renewed(start)
+	}
 	return err
 }
 

@@ -1,0 +1,70 @@
+package controller_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+)
+
+// Once the right to handle has ended (a paused or cut-off leader), no key
+// is handled, and a running handling is cancelled; the keys are handled
+// once the right is back, none lost.
+func TestNoHandlingPastValidUntil(t *testing.T) {
+	r := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	if _, err := r.Add(pod("slow")); err != nil {
+		t.Fatal(err)
+	}
+	var handled, cancelled atomic.Int32
+	started := make(chan struct{}, 10)
+	c, err := controller.New(controller.Config{
+		Name: "validity", Retriever: r, DisableResync: true,
+		Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
+			if obj.(*corev1.Pod).Name == "slow" {
+				started <- struct{}{}
+				if cancelled.Load() == 0 {
+					// The first handling runs until it is cancelled.
+					<-ctx.Done()
+					cancelled.Add(1)
+					return ctx.Err()
+				}
+			}
+			handled.Add(1)
+			return nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetValidUntil(time.Now().Add(300 * time.Millisecond))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	<-started
+	eventually(t, "the running handling is cancelled at the expiry", func() bool { return cancelled.Load() == 1 })
+
+	// Expired: a new object waits.
+	if _, err := r.Add(pod("new")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // a retry is due every second
+	if n := handled.Load(); n != 0 {
+		t.Fatalf("%d handlings while the right had ended", n)
+	}
+	// Renewed: both keys are handled, the cancelled one again.
+	c.SetValidUntil(time.Now().Add(time.Hour))
+	<-started
+	eventually(t, "both keys handled once the right is back", func() bool { return handled.Load() == 2 })
+}
