@@ -62,7 +62,7 @@ devcluster-stop: ## Stop the make devcluster running in another shell, no PID ne
 	$(GO) run ./hack/devcluster -stop
 
 .PHONY: test
-test: lint verify-generate test-unit test-integration test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane, benchmark smoke tests.
+test: lint verify-generate test-unit test-integration test-faults test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane, faults, benchmark smoke tests.
 
 # Integration packages start real control-plane processes: any package named
 # integration, plus devcluster and make run's own test. Everything else is a
@@ -77,6 +77,9 @@ CRDCHECK := cd hack/crdcheck &&
 # hack/image is its own module too (go-containerregistry, with which make
 # image builds images without Docker, stays out of the library's go.mod).
 IMAGE_TOOL := cd hack/image &&
+# faults/ is its own module too (Toxiproxy, which injects the network
+# faults in process, stays out of the library's go.mod).
+FAULTS := cd faults &&
 
 .PHONY: test-unit
 test-unit: ## Unit tests and examples with the race detector (fast, no cluster).
@@ -103,6 +106,23 @@ test-skew: ## The library's integration tests against the previous minor's kube-
 	KOOPER_CONTROLPLANE_BIN="$(CURDIR)/bin/skew" KOOPER_WANT_SERVER_VERSION="$$(bin/skew/kube-apiserver --version | cut -d' ' -f2)" \
 		CGO_ENABLED=1 $(GO) test -race -count=1 $(SKEW_PACKAGES)
 
+# The fault runs: replicas of a controller under leader election, each
+# through a Toxiproxy of its own, on a local control plane; the invariants
+# (one key on one replica at a time, every final version handled) are
+# checked throughout (faults/doc.go). SEED repeats a run's faults.
+SEED ?=
+DURATION ?= 30m
+
+.PHONY: test-faults
+test-faults: ## Each fault once (connection resets, latency, a blackhole, API server and etcd restarts, compaction, 429s, SIGKILL and SIGSTOP of the leader), then 30s of them mixed from a printed seed (faults/; SEED=... repeats).
+	@$(MAKE) --no-print-directory controlplane
+	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION=30s CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+
+.PHONY: soak
+soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed), the invariants checked throughout; the run stops at the first violation, naming the seed.
+	@$(MAKE) --no-print-directory controlplane
+	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION="$(DURATION)" $(GO) test -count=1 -v -timeout 0 -run TestMixedFaults ./integration
+
 .PHONY: test-bench
 test-bench: ## Every benchmarked implementation on a tiny workload: in memory in both cache-fill modes, and on a local control plane.
 	@$(MAKE) --no-print-directory controlplane
@@ -116,16 +136,19 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pi
 	$(GRAFANA) $(GO) vet ./...
 	$(CRDCHECK) $(GO) vet ./...
 	$(IMAGE_TOOL) $(GO) vet ./...
+	$(FAULTS) $(GO) vet ./...
 	$(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	$(GRAFANA) $(GO) mod tidy -diff
 	$(CRDCHECK) $(GO) mod tidy -diff
 	$(IMAGE_TOOL) $(GO) mod tidy -diff
+	$(FAULTS) $(GO) mod tidy -diff
 	$(GOLANGCI_LINT) run ./...
 	cd bench && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(GRAFANA) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(CRDCHECK) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 	$(IMAGE_TOOL) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
+	$(FAULTS) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
 # lint-packages lints LINT_PACKAGES of the root module only: make
 # new-operator's test lints what it wrote with it.

@@ -74,9 +74,11 @@ type Cluster struct {
 	admin   keyPair
 	restCfg *rest.Config
 
-	mu    sync.Mutex
-	procs []*process // in start order
-	api   *process
+	mu      sync.Mutex
+	procs   []*process // in start order
+	api     *process
+	etcd    *process
+	etcdURL string
 }
 
 // Binary names looked up in Options.BinDir.
@@ -167,6 +169,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
 		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
 		"--initial-cluster=devcluster="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
+	c.etcd, c.etcdURL = etcd, etcdURL
 	if err := c.run(ctx, etcd, etcdURL+"/health", nil); err != nil {
 		return err
 	}
@@ -277,6 +280,28 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 	c.StopAPIServer()
 	return c.StartAPIServer(ctx)
 }
+
+// StopEtcd stops etcd (SIGTERM, then SIGKILL after 3s), for fault tests:
+// kube-apiserver stays up and answers with errors (and its watch cache)
+// until StartEtcd.
+func (c *Cluster) StopEtcd() {
+	c.etcd.stop(3 * time.Second)
+}
+
+// StartEtcd starts etcd again with its data, and waits until it is
+// healthy.
+func (c *Cluster) StartEtcd(ctx context.Context) error {
+	if c.etcd.running() {
+		return errors.New("etcd is running")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.StartTimeout)
+	defer cancel()
+	return c.run(ctx, c.etcd, c.etcdURL+"/health", nil)
+}
+
+// EtcdURL is etcd's client URL (plain HTTP on 127.0.0.1), for fault tests
+// that compact its history.
+func (c *Cluster) EtcdURL() string { return c.etcdURL }
 
 // Stop stops every process the cluster started, newest first, waits for
 // them to exit, and removes the cluster's directory if Start created it.

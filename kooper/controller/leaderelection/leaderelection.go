@@ -527,10 +527,11 @@ type observedLock struct {
 	renewed func(start time.Time)
 
 	// The Lease's record as last seen (by Get or by the watch) and when it
-	// was first seen.
-	seenMu   sync.Mutex
-	lastRaw  []byte
-	lastSeen time.Time
+	// was first seen; the holder the last Get returned.
+	seenMu     sync.Mutex
+	lastRaw    []byte
+	lastSeen   time.Time
+	lastHolder string
 }
 
 // see notes that the Lease's record was raw at time at, and returns when
@@ -560,6 +561,9 @@ func (l *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 	}
 	now := time.Now()
 	l.see(raw, now)
+	l.seenMu.Lock()
+	l.lastHolder = rec.HolderIdentity
+	l.seenMu.Unlock()
 	if rec.HolderIdentity == "" || rec.HolderIdentity == l.Identity() || rec.LeaseDurationSeconds <= 0 {
 		return rec, raw, nil
 	}
@@ -576,6 +580,10 @@ func (l *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRec
 	}
 	return rec, raw, nil
 }
+
+// errNotHolder is what the lock answers a release by a replica that no
+// longer holds the Lease.
+var errNotHolder = errors.New("not releasing the Lease")
 
 // errAbandoned is what an abandoned lock answers a write.
 var errAbandoned = errors.New("restarting the leader elector")
@@ -600,6 +608,21 @@ func (l *observedLock) Update(ctx context.Context, rec resourcelock.LeaderElecti
 	defer l.mu.Unlock()
 	if l.abandoned {
 		return errAbandoned
+	}
+	if rec.HolderIdentity == "" {
+		// A release. client-go's reads the Lease first, for its
+		// resourceVersion, but decides whether this replica leads from the
+		// record it observed before: a leader whose renewals timed out (the
+		// API server slow or cut off) while another replica took the Lease
+		// over would release that replica's Lease, and a third would take
+		// it too: two leaders. The fault tests found it (faults/); only the
+		// holder the read returned may release.
+		l.seenMu.Lock()
+		holder := l.lastHolder
+		l.seenMu.Unlock()
+		if holder != l.Identity() {
+			return fmt.Errorf("%w: %s holds it now", errNotHolder, holder)
+		}
 	}
 	start := time.Now()
 	err := l.Interface.Update(ctx, rec)
