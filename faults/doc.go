@@ -16,6 +16,11 @@
 // that gets 429s) and the replicas' (SIGKILL of the leader, SIGSTOP of it
 // for longer than its Lease, then SIGCONT).
 //
+// A controller run in the test process through a proxy that resets,
+// delays and blackholes its connections must also leave, once Run
+// returns, no goroutine of the library or of client-go's cache, and no
+// more than the one connection a client pools (TestNoLeakAfterFaults).
+//
 // It is its own module: Toxiproxy and its dependencies stay out of the
 // library's go.mod. `make test` runs each fault once and a short mixed run;
 // `make soak SEED=... DURATION=...` runs a long one.
