@@ -70,11 +70,14 @@ func Overlaps(hs []Handling, deaths map[string]time.Time, pauses []Pause, grace 
 	return overlaps, frozen
 }
 
-// frozenBy reports whether h began before a pause of its replica and
-// ended within grace after it.
+// stopLag is how long a process may still run after SIGSTOP was sent.
+const stopLag = 100 * time.Millisecond
+
+// frozenBy reports whether h began before a pause of its replica (or as
+// the SIGSTOP was on its way) and ended within grace after it.
 func frozenBy(h Handling, pauses []Pause, grace time.Duration) bool {
 	for _, p := range pauses {
-		if p.Replica == h.Replica && h.Begin.Before(p.From) && h.End.After(p.From) && !h.End.After(p.To.Add(grace)) {
+		if p.Replica == h.Replica && h.Begin.Before(p.From.Add(stopLag)) && h.End.After(p.From) && !h.End.After(p.To.Add(grace)) {
 			return true
 		}
 	}

@@ -30,6 +30,8 @@ func TestOverlaps(t *testing.T) {
 			map[string]time.Time{"r1": at(40)}, nil, 0, 0},
 		{"frozen by a pause, ended at the wake-up", []Handling{h("a", "r1", 0, 5100), h("a", "r2", 3000, 3050)}, nil,
 			[]Pause{{Replica: "r1", From: at(10), To: at(5000)}}, 0, 1},
+		{"begun as the SIGSTOP was on its way", []Handling{h("a", "r1", 40, 5100), h("a", "r2", 3000, 3050)}, nil,
+			[]Pause{{Replica: "r1", From: at(10), To: at(5000)}}, 0, 1},
 		{"ended long after the wake-up", []Handling{h("a", "r1", 0, 9000), h("a", "r2", 3000, 3050)}, nil,
 			[]Pause{{Replica: "r1", From: at(10), To: at(5000)}}, 1, 0},
 	} {
