@@ -77,8 +77,8 @@ CRDCHECK := cd hack/crdcheck &&
 # hack/image is its own module too (go-containerregistry, with which make
 # image builds images without Docker, stays out of the library's go.mod).
 IMAGE_TOOL := cd hack/image &&
-# faults/ is its own module too (Toxiproxy, which injects the network
-# faults in process, stays out of the library's go.mod).
+# faults/ is its own module too (what the fault harness needs stays out of
+# the library's go.mod).
 FAULTS := cd faults &&
 
 .PHONY: test-unit
@@ -107,7 +107,7 @@ test-skew: ## The library's integration tests against the previous minor's kube-
 		CGO_ENABLED=1 $(GO) test -race -count=1 $(SKEW_PACKAGES)
 
 # The fault runs: replicas of a controller under leader election, each
-# through a Toxiproxy of its own, on a local control plane; the invariants
+# through a fault-injecting proxy of its own, on a local control plane; the invariants
 # (one key on one replica at a time, every final version handled) are
 # checked throughout (faults/doc.go). SEED repeats a run's faults.
 SEED ?=

@@ -5,11 +5,11 @@
 //
 // Each replica is a process (a copy of the test binary, see
 // RunReplicaIfAsked), restarted a second after it exits as a kubelet
-// would, that reaches the API server through a Toxiproxy of its own,
-// running in the test process. The replicas record every handling they
+// would, that reaches the API server through a fault-injecting proxy of
+// its own (Proxy), running in the test process. The replicas record every handling they
 // begin and end in files of their own, which survive a SIGKILL; the test
 // reads them. Writers change the ConfigMaps the replicas handle, straight
-// on the API server. The faults (Faults) are Toxiproxy's (connections
+// on the API server. The faults (Faults) are the proxy's (connections
 // reset in the middle of watches, 0.5-3 s of latency, a blackhole), the
 // control plane's (an API server or etcd restart, an etcd compaction that
 // makes watches resume from a version that is gone, a burst of requests
@@ -21,7 +21,8 @@
 // returns, no goroutine of the library or of client-go's cache, and no
 // more than the one connection a client pools (TestNoLeakAfterFaults).
 //
-// It is its own module: Toxiproxy and its dependencies stay out of the
-// library's go.mod. `make test` runs each fault once and a short mixed run;
+// It is its own module, so that what a fault harness needs stays out of
+// the library's go.mod. It first ran Toxiproxy in process, which
+// deadlocked in the soak (see Proxy). `make test` runs each fault once and a short mixed run;
 // `make soak SEED=... DURATION=...` runs a long one.
 package faults
