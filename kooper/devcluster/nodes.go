@@ -45,7 +45,12 @@ func (c *Cluster) startNodes(ctx context.Context, began time.Time) error {
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
 		"--server-address=127.0.0.1:"+itoa(ports[0]),
-		"--cidr=10.244.0.0/16", "--node-ip=127.0.0.1")
+		"--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
+		// Renew each node's Lease every 10s (a quarter of it): without it the
+		// heartbeat came every ~55s, past the controller manager's grace
+		// period, which marked the node NotReady and its pods not Ready for
+		// good, every minute (a test passed once, then failed on -count=3).
+		"--node-lease-duration-seconds=40")
 	if err := c.run(ctx, kwok, "http://127.0.0.1:"+itoa(ports[0])+"/healthz", nil); err != nil {
 		return err
 	}

@@ -93,7 +93,9 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = terminators.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	// Deleted and awaited while B still runs, so its finalizer is removed
+	// and no later run (-count=3) finds it terminating.
+	t.Cleanup(func() { deleteTerminator(t, terminators, name) })
 	e2etest.Eventually(t, 30*time.Second, "replica A terminates 6 pods", func() bool { return pods.deletedCount() >= 6 })
 
 	// region: handover
@@ -148,8 +150,9 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 
 	// No webhook runs in this test: an invalid spec the schema allows
 	// reaches the operator, which marks it Invalid once and leaves it.
+	slipped := name + "-slipped-past"
 	_, err = terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
-		ObjectMeta: metav1.ObjectMeta{Name: "slipped-past"},
+		ObjectMeta: metav1.ObjectMeta{Name: slipped},
 		Spec: chaosv1alpha1.PodTerminatorSpec{
 			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
 			Namespaces:         []string{"kube-system"},
@@ -159,9 +162,9 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = terminators.Delete(context.Background(), "slipped-past", metav1.DeleteOptions{}) })
+	t.Cleanup(func() { deleteTerminator(t, terminators, slipped) })
 	e2etest.Eventually(t, 10*time.Second, "the slipped-past PodTerminator is marked Invalid", func() bool {
-		pt, err := terminators.Get(ctx, "slipped-past", metav1.GetOptions{})
+		pt, err := terminators.Get(ctx, slipped, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -173,12 +176,12 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 		return false
 	})
 	// Marked once, then left alone: no status rewrites, no retries.
-	marked, err := terminators.Get(ctx, "slipped-past", metav1.GetOptions{})
+	marked, err := terminators.Get(ctx, slipped, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(3 * time.Second)
-	now, err := terminators.Get(ctx, "slipped-past", metav1.GetOptions{})
+	now, err := terminators.Get(ctx, slipped, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

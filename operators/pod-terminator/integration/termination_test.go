@@ -70,7 +70,8 @@ func deleteNamespaceAtEnd(t *testing.T, client kubernetes.Interface, ns string) 
 }
 
 // createTerminator creates a PodTerminator of the victims of ns, named after
-// ns, and deletes it when the test ends.
+// ns, and deletes it when the test ends, waiting until the operator (started
+// before, so stopped after) has removed its finalizer.
 func createTerminator(t *testing.T, ns string, edit func(*chaosv1alpha1.PodTerminatorSpec)) {
 	t.Helper()
 	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
@@ -85,7 +86,7 @@ func createTerminator(t *testing.T, ns string, edit func(*chaosv1alpha1.PodTermi
 	if _, err := terminators.Create(context.Background(), pt, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = terminators.Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { deleteTerminator(t, terminators, ns) })
 }
 
 func readyCondition(t *testing.T, name string) metav1.Condition {
@@ -162,7 +163,13 @@ func TestOnlyReadyPodsAreCountedAndTerminated(t *testing.T) {
 	e2etest.Eventually(t, 30*time.Second, "the period is recorded", func() bool {
 		return readyCondition(t, ns).Reason == chaosv1alpha1.ReasonReconciled
 	})
-	events := periodEvents(t, admin, ns, "Terminated")
+	// The Event is queued and written after the status (kooper/event): wait
+	// for it, then check it is the only one.
+	var events []periodEvent
+	e2etest.Eventually(t, 10*time.Second, "the period's Terminated Event is written", func() bool {
+		events = periodEvents(t, admin, ns, "Terminated")
+		return len(events) > 0
+	})
 	if len(events) != 1 || events[0].n != 1 || events[0].live != 3 {
 		t.Errorf("got Terminated events %+v, want one of 1 of 3 live pods", events)
 	}
