@@ -197,7 +197,7 @@ func (p *podsTest) podTerminatorExamples(t *testing.T) {
 	if _, err := p.kube.AppsV1().Deployments("shop").Create(ctx, web, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "4 Ready web pods", func() error {
+	fourReady := func() error {
 		d, err := p.kube.AppsV1().Deployments("shop").Get(ctx, "web", metav1.GetOptions{})
 		if err != nil {
 			return err
@@ -206,7 +206,8 @@ func (p *podsTest) podTerminatorExamples(t *testing.T) {
 			return fmt.Errorf("%d Ready", d.Status.ReadyReplicas)
 		}
 		return nil
-	})
+	}
+	eventually(t, 60*time.Second, "4 Ready web pods", fourReady)
 	var names []string
 	for where, doc := range docExamples(t, "PodTerminator") {
 		var pt chaosv1alpha1.PodTerminator
@@ -263,16 +264,7 @@ func (p *podsTest) podTerminatorExamples(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 60*time.Second, "the evicted pod is replaced", func() error {
-		d, err := p.kube.AppsV1().Deployments("shop").Get(ctx, "web", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if d.Status.ReadyReplicas != 4 {
-			return fmt.Errorf("%d Ready", d.Status.ReadyReplicas)
-		}
-		return nil
-	})
+	eventually(t, 60*time.Second, "the evicted pod is replaced", fourReady)
 
 	// The tutorial's last command.
 	cmd := exec.Command(kubectlPathOf(p.cluster), "--kubeconfig", p.cluster.KubeconfigPath(),
