@@ -44,11 +44,20 @@ const rateInterval = "15s"
 const standIn = "multi-resource"
 
 func TestDashboardsAgainstARealPrometheus(t *testing.T) {
-	if cluster == nil {
+	if binaries == nil {
 		t.Skip(devcluster.SkipHint)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	// A cluster of its own for each run: the test installs the CRDs after
+	// the operators start, so a run (-count=3) must find none left by the
+	// one before. One kwok node runs the victims' pods: the pod-terminator
+	// counts and terminates only Ready pods.
+	cluster, err := devcluster.Start(ctx, devcluster.Options{BinDir: binaries.BinDir(), Nodes: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Stop() })
 	root := repoRoot(t)
 	kube := kubernetes.NewForConfigOrDie(cluster.Config())
 	kooper := versioned.NewForConfigOrDie(cluster.Config())

@@ -15,10 +15,10 @@ import (
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
-var cluster *devcluster.Cluster
+// binaries is a bare cluster that only says the control plane's binaries
+// are there (and where); each test starts the cluster it needs.
+var binaries *devcluster.Cluster
 
-// One kwok node runs the victims' pods: the pod-terminator counts and
-// terminates only Ready pods.
 func TestMain(m *testing.M) {
-	os.Exit(devcluster.RunTests(m, devcluster.Options{Nodes: 1}, &cluster))
+	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &binaries))
 }
