@@ -33,8 +33,13 @@ type Proxy struct {
 	wg        sync.WaitGroup
 }
 
-// link is one proxied connection.
-type link struct{ client, server net.Conn }
+// link is one proxied connection. stalled and done are guarded by the
+// proxy's mu.
+type link struct {
+	client, server net.Conn
+	stalled        bool // holds its bytes, see Stall
+	done           bool // a pump has ended: held bytes have nowhere to go
+}
 
 // NewProxy starts a proxy on a free 127.0.0.1 port forwarding to upstream
 // (host:port). name is for messages.
@@ -86,24 +91,30 @@ func (p *Proxy) serve(client net.Conn) {
 	p.links[l] = struct{}{}
 	p.mu.Unlock()
 	var pumps sync.WaitGroup
-	pumps.Go(func() { p.pump(server, client) })
-	pumps.Go(func() { p.pump(client, server) })
+	pumps.Go(func() { p.pump(l, server, client) })
+	pumps.Go(func() { p.pump(l, client, server) })
 	pumps.Wait()
 	p.mu.Lock()
 	delete(p.links, l)
 	p.mu.Unlock()
 }
 
-// pump copies src to dst chunk by chunk, each held while the proxy is
-// blackholed and delayed by its latency, until either end fails; it then
-// closes both.
-func (p *Proxy) pump(dst, src net.Conn) {
-	defer func() { _, _ = dst.Close(), src.Close() }()
+// pump copies src to dst, one of l's directions, chunk by chunk, each
+// held while the proxy is blackholed or l stalled and delayed by its
+// latency, until either end fails; it then closes both.
+func (p *Proxy) pump(l *link, dst, src net.Conn) {
+	defer func() {
+		_, _ = dst.Close(), src.Close()
+		p.mu.Lock()
+		l.done = true
+		p.cond.Broadcast() // the other direction may be holding a chunk
+		p.mu.Unlock()
+	}()
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
-			if !p.hold() {
+			if !p.hold(l) {
 				return
 			}
 			if _, werr := dst.Write(buf[:n]); werr != nil {
@@ -119,14 +130,14 @@ func (p *Proxy) pump(dst, src net.Conn) {
 	}
 }
 
-// hold waits while the proxy is blackholed, then for its latency; false
-// once the proxy is closed.
-func (p *Proxy) hold() bool {
+// hold waits while the proxy is blackholed or l stalled, then for the
+// latency; false once the proxy is closed or l's other direction ended.
+func (p *Proxy) hold(l *link) bool {
 	p.mu.Lock()
-	for p.blackhole && !p.closed {
+	for (p.blackhole || l.stalled) && !p.closed && !l.done {
 		p.cond.Wait()
 	}
-	closed, latency, jitter := p.closed, p.latency, p.jitter
+	closed, latency, jitter := p.closed || l.done, p.latency, p.jitter
 	p.mu.Unlock()
 	if closed {
 		return false
@@ -179,6 +190,30 @@ func (p *Proxy) Blackhole() (heal func(), err error) {
 	return func() {
 		p.mu.Lock()
 		p.blackhole = false
+		p.cond.Broadcast()
+		p.mu.Unlock()
+	}, nil
+}
+
+// Stall lets no byte through the connections open now, either way, and
+// closes nothing, until heal; connections opened afterwards pass. That is
+// a watch stuck behind a load balancer or a hung API server: its
+// connection alive, silent, while the client's new requests get through.
+// As with Blackhole, bytes are held, not dropped, and a close by either
+// end still passes.
+func (p *Proxy) Stall() (heal func(), err error) {
+	p.mu.Lock()
+	stalled := make([]*link, 0, len(p.links))
+	for l := range p.links {
+		l.stalled = true
+		stalled = append(stalled, l)
+	}
+	p.mu.Unlock()
+	return func() {
+		p.mu.Lock()
+		for _, l := range stalled {
+			l.stalled = false
+		}
 		p.cond.Broadcast()
 		p.mu.Unlock()
 	}, nil

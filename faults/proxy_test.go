@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -85,5 +86,47 @@ func TestProxyFaults(t *testing.T) {
 	defer c2.Close()
 	if _, err := roundTrip(t, c2); err != nil {
 		t.Errorf("a new connection after the reset healed: %v", err)
+	}
+}
+
+func TestProxyStall(t *testing.T) {
+	p, err := NewProxy("test", echo(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	stalled, err := p.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	if _, err := roundTrip(t, stalled); err != nil {
+		t.Fatal(err)
+	}
+
+	heal, _ := p.Stall()
+	fresh, err := p.Dial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if _, err := roundTrip(t, fresh); err != nil {
+		t.Errorf("a connection opened during the stall: %v, want it through", err)
+	}
+	if _, err := stalled.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	_ = stalled.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	buf := make([]byte, 4)
+	if n, err := stalled.Read(buf); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("reading the stalled connection: %d bytes, %v; want nothing, neither closed nor reset", n, err)
+	}
+	heal()
+	_ = stalled.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.ReadFull(stalled, buf); err != nil || string(buf) != "ping" {
+		t.Errorf("after heal: read %q, %v; want the held ping", buf, err)
+	}
+	if _, err := roundTrip(t, stalled); err != nil {
+		t.Errorf("the healed connection: %v, want it through", err)
 	}
 }

@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -19,6 +23,44 @@ import (
 // and the reflector watches again from the last version it saw, with no
 // relist.
 
+//
+// The same bound applies to the watch request until the API server answers
+// it: over HTTP/1.1 a new watch may go out on a pooled connection that is
+// just as stuck, and would wait for its response without end (found by
+// faults.Proxy.Stall). The API server answers a watch at once, so a request
+// unanswered for the bound is cancelled, and the reflector watches again,
+// on a new connection.
+
+// errWatchUnanswered is returned for a watch request the API server did not
+// answer within the idle timeout.
+var errWatchUnanswered = errors.New("the watch request got no answer")
+
+// watchUnanswered opens a watch of r bounded by timeout: the request is
+// cancelled if unanswered for timeout, and the watch once it received
+// nothing for timeout (onIdle is called in both cases).
+func watchUnanswered(ctx context.Context, r Retriever, opts metav1.ListOptions, timeout time.Duration, onIdle func()) (watch.Interface, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	unanswered := time.AfterFunc(timeout, cancel)
+	w, err := r.Watch(wctx, opts)
+	if !unanswered.Stop() {
+		// Cancelled while waiting for the answer, or just as it came.
+		if err == nil {
+			w.Stop()
+		}
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		onIdle()
+		return nil, fmt.Errorf("%w within %s", errWatchUnanswered, timeout)
+	}
+	if err != nil {
+		cancel()
+		return w, err
+	}
+	return watchWithIdleTimeout(w, timeout, onIdle, cancel), nil
+}
+
 // idleWatch forwards the events of a watch, and stops it once nothing has
 // arrived for timeout.
 type idleWatch struct {
@@ -26,13 +68,18 @@ type idleWatch struct {
 	out      chan watch.Event
 	stop     chan struct{}
 	stopOnce sync.Once
+	release  func()
 }
 
 // watchWithIdleTimeout wraps w so that it ends (its result channel closes,
 // and w is stopped) when no event arrived for timeout; onIdle is called
-// then.
-func watchWithIdleTimeout(w watch.Interface, timeout time.Duration, onIdle func()) watch.Interface {
-	iw := &idleWatch{in: w, out: make(chan watch.Event), stop: make(chan struct{})}
+// then. release, if not nil, is called once the watch has ended (it
+// cancels the request's context).
+func watchWithIdleTimeout(w watch.Interface, timeout time.Duration, onIdle func(), release func()) watch.Interface {
+	if release == nil {
+		release = func() {}
+	}
+	iw := &idleWatch{in: w, out: make(chan watch.Event), stop: make(chan struct{}), release: release}
 	go iw.run(timeout, onIdle)
 	return iw
 }
@@ -47,6 +94,7 @@ func (w *idleWatch) Stop() {
 }
 
 func (w *idleWatch) run(timeout time.Duration, onIdle func()) {
+	defer w.release()
 	defer close(w.out)
 	idle := time.NewTimer(timeout)
 	defer idle.Stop()

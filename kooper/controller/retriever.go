@@ -185,16 +185,18 @@ func (l listerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOpti
 }
 
 func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := l.r.Watch(ctx, opts)
-	if err != nil {
-		return w, err
-	}
+	var w watch.Interface
+	var err error
 	if l.idle > 0 {
 		onIdle := l.onIdle
 		if onIdle == nil {
 			onIdle = func() {}
 		}
-		w = watchWithIdleTimeout(w, l.idle, onIdle)
+		if w, err = watchUnanswered(ctx, l.r, opts, l.idle, onIdle); err != nil {
+			return w, err
+		}
+	} else if w, err = l.r.Watch(ctx, opts); err != nil {
+		return w, err
 	}
 	if l.tap == nil || opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
 		return w, nil
