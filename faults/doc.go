@@ -16,6 +16,11 @@
 // that gets 429s) and the replicas' (SIGKILL of the leader, SIGSTOP of it
 // for longer than its Lease, then SIGCONT).
 //
+// A replica can also be any program (Harness.Command): package
+// faults/operators runs the sample operators' own binaries, as their own
+// ServiceAccounts, and checks what each operator promises under the same
+// faults.
+//
 // A controller run in the test process through a proxy that resets,
 // delays and blackholes its connections must also leave, once Run
 // returns, no goroutine of the library or of client-go's cache, and no

@@ -2,8 +2,10 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"syscall"
 	"time"
 )
@@ -96,7 +98,7 @@ func blackhole(ctx context.Context, h *Harness, rng *rand.Rand) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	hold := between(rng, LeaseDuration+time.Second, 3*LeaseDuration)
+	hold := between(rng, h.leaseDuration()+time.Second, 3*h.leaseDuration())
 	heal, err := r.Proxy.Blackhole()
 	if err != nil {
 		return "", err
@@ -163,28 +165,39 @@ func storm(ctx context.Context, h *Harness, rng *rand.Rand) (string, error) {
 }
 
 func sigkillLeader(ctx context.Context, h *Harness, _ *rand.Rand) (string, error) {
-	r, err := h.Leader(ctx)
+	r, err := h.signalLeader(ctx, syscall.SIGKILL)
 	if err != nil {
 		return "", err
 	}
-	id := r.ID()
-	if err := r.Signal(syscall.SIGKILL); err != nil {
-		return "", err
-	}
+	id := r.ID() // before the supervisor starts the next process
 	sleep(ctx, 2*time.Second)
 	return "SIGKILL of leader " + id, nil
+}
+
+// signalLeader sends sig to the leader's process. The leader may exit
+// between the Lease's read and the signal (it lost the Lease): then it
+// looks for the leader again, a few times.
+func (h *Harness) signalLeader(ctx context.Context, sig syscall.Signal) (*Replica, error) {
+	for try := 0; ; try++ {
+		r, err := h.Leader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = r.Signal(sig)
+		if err == nil || !errors.Is(err, os.ErrProcessDone) || try == 4 {
+			return r, err
+		}
+		sleep(ctx, 500*time.Millisecond)
+	}
 }
 
 // sigstopLeader stops the leader for longer than its Lease: a standby
 // takes over, and the old leader must not handle when it wakes up.
 func sigstopLeader(ctx context.Context, h *Harness, rng *rand.Rand) (string, error) {
-	r, err := h.Leader(ctx)
-	if err != nil {
-		return "", err
-	}
-	hold := between(rng, LeaseDuration+2*time.Second, 3*LeaseDuration)
+	hold := between(rng, h.leaseDuration()+2*time.Second, 3*h.leaseDuration())
 	from := time.Now()
-	if err := r.Signal(syscall.SIGSTOP); err != nil {
+	r, err := h.signalLeader(ctx, syscall.SIGSTOP)
+	if err != nil {
 		return "", err
 	}
 	sleep(ctx, hold)

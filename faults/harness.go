@@ -46,6 +46,27 @@ type Harness struct {
 	Objects   int    // ConfigMaps written to
 	Logf      func(format string, args ...any)
 
+	// Command, if set, is what each replica process runs instead of the
+	// harness's own controller of ConfigMaps (a copy of the test binary):
+	// an operator's binary, say. kubeconfig reaches the API server
+	// through the replica's proxy, as ServiceAccount; the process runs in
+	// a UTS namespace of its own whose host name is id, so that an
+	// identity the program derives from its host name ("<host>_<uuid>")
+	// names the replica.
+	Command func(id, kubeconfig string) *exec.Cmd
+	// ServiceAccount is the replicas' account, "namespace/name", which
+	// must exist with the permissions the Command needs. Default: one the
+	// harness creates in Namespace, allowed to read ConfigMaps and hold
+	// Leases there.
+	ServiceAccount string
+	// Lease is the replicas' Lease, "namespace/name". Default
+	// Namespace/faults.
+	Lease string
+	// LeaseDuration is the replicas' Lease duration, which a blackhole and
+	// a SIGSTOP of the leader outlast. Default LeaseDuration, the harness's
+	// own controller's.
+	LeaseDuration time.Duration
+
 	client   kubernetes.Interface
 	replicas []*Replica
 
@@ -96,6 +117,12 @@ func (h *Harness) Start(ctx context.Context, n int) error {
 			return err
 		}
 	}
+	if h.ServiceAccount == "" {
+		h.ServiceAccount = h.Namespace + "/replica"
+	}
+	if h.Lease == "" {
+		h.Lease = h.Namespace + "/faults"
+	}
 	host, err := url.Parse(h.Cluster.Config().Host)
 	if err != nil {
 		return err
@@ -119,6 +146,13 @@ func (h *Harness) Start(ctx context.Context, n int) error {
 	return nil
 }
 
+func (h *Harness) leaseDuration() time.Duration {
+	if h.LeaseDuration > 0 {
+		return h.LeaseDuration
+	}
+	return LeaseDuration
+}
+
 // grant creates ServiceAccount sa in the namespace, allowed what a replica
 // does there: read ConfigMaps, hold the Lease.
 func (h *Harness) grant(ctx context.Context, sa string) error {
@@ -139,9 +173,14 @@ func (h *Harness) grant(ctx context.Context, sa string) error {
 	return err
 }
 
-// token is a token of ServiceAccount sa, valid for a day.
+// token is a token of ServiceAccount sa ("name" in Namespace, or
+// "namespace/name"), valid for a day.
 func (h *Harness) token(ctx context.Context, sa string) (string, error) {
-	tok, err := h.client.CoreV1().ServiceAccounts(h.Namespace).CreateToken(ctx, sa,
+	ns, name, ok := strings.Cut(sa, "/")
+	if !ok {
+		ns, name = h.Namespace, sa
+	}
+	tok, err := h.client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](86400)}}, metav1.CreateOptions{})
 	if err != nil {
 		return "", fmt.Errorf("could not get a token for %s: %w", sa, err)
@@ -152,7 +191,7 @@ func (h *Harness) token(ctx context.Context, sa string) (string, error) {
 // writeKubeconfig writes a kubeconfig of the replica ServiceAccount with
 // the server at r's proxy.
 func (h *Harness) writeKubeconfig(r *Replica) error {
-	token, err := h.token(context.Background(), "replica")
+	token, err := h.token(context.Background(), h.ServiceAccount)
 	if err != nil {
 		return err
 	}
@@ -184,12 +223,18 @@ func (h *Harness) startReplica(r *Replica) error {
 		return err
 	}
 	defer logFile.Close()
-	cmd := exec.Command(self)
-	cmd.Env = append(os.Environ(), EnvReplica+"="+r.id, EnvKubeconfig+"="+filepath.Join(h.Dir, r.Name+".kubeconfig"),
-		EnvNamespace+"="+h.Namespace, EnvRecord+"="+filepath.Join(h.Dir, r.id+".rec"))
+	kubeconfig := filepath.Join(h.Dir, r.Name+".kubeconfig")
+	var cmd *exec.Cmd
+	if h.Command != nil {
+		cmd = h.Command(r.id, kubeconfig)
+	} else {
+		cmd = exec.Command(self)
+		cmd.Env = append(os.Environ(), EnvReplica+"="+r.id, EnvKubeconfig+"="+kubeconfig,
+			EnvNamespace+"="+h.Namespace, EnvRecord+"="+filepath.Join(h.Dir, r.id+".rec"))
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	if err := startNamed(cmd, r.id); err != nil {
 		return fmt.Errorf("could not start replica %s: %w", r.id, err)
 	}
 	r.cmd, r.exited = cmd, make(chan struct{})
@@ -229,12 +274,13 @@ func (h *Harness) Leader(ctx context.Context) (*Replica, error) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		holder := ""
-		l, err := h.client.CoordinationV1().Leases(h.Namespace).Get(ctx, "faults", metav1.GetOptions{})
+		ns, name, _ := strings.Cut(h.Lease, "/")
+		l, err := h.client.CoordinationV1().Leases(ns).Get(ctx, name, metav1.GetOptions{})
 		if err == nil {
 			holder = ptr.Deref(l.Spec.HolderIdentity, "")
 		}
 		for _, r := range h.replicas {
-			if r.ID() == holder {
+			if id := r.ID(); holder == id || strings.HasPrefix(holder, id+"_") {
 				return r, nil
 			}
 		}
@@ -327,7 +373,7 @@ func (h *Harness) Check() (handlings, frozen int, err error) {
 	if len(overlaps) > 0 {
 		return len(hs), len(fr), fmt.Errorf("%d handlings of one key at once:%s", len(overlaps), Describe(overlaps, 5))
 	}
-	if woke := Woke(hs, pauses, LeaseDuration); len(woke) > 0 {
+	if woke := Woke(hs, pauses, h.leaseDuration()); len(woke) > 0 {
 		return len(hs), len(fr), fmt.Errorf("%d handlings began by a replica woken up past its Lease, e.g. %s %s at %s", len(woke),
 			woke[0].Replica, woke[0].Key, woke[0].Begin.Format("15:04:05.000"))
 	}

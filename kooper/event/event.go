@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"time"
 
@@ -29,6 +30,10 @@ type Config struct {
 	// Component is the events' source, usually the operator's name; kubectl
 	// shows it in the From column. Required.
 	Component string
+	// Host names the replica that records the events (the event source's
+	// host; kubectl describe shows it after the component). Default the
+	// host name, which in a pod is the pod's name.
+	Host string
 	// Scheme maps typed objects to their kind for the event's
 	// involvedObject. Default client-go's kubernetes/scheme.Scheme, which
 	// knows built-in kinds only.
@@ -46,6 +51,9 @@ type Config struct {
 func (c *Config) defaults() {
 	if c.Scheme == nil {
 		c.Scheme = scheme.Scheme
+	}
+	if c.Host == "" {
+		c.Host, _ = os.Hostname()
 	}
 }
 
@@ -106,7 +114,7 @@ func New(cfg Config) (*Recorder, error) {
 	// client-go's broadcaster queues the events and builds them; this
 	// package correlates and writes them, so it knows when each is done.
 	r.broadcaster.StartEventWatcher(r.write)
-	r.recorder = r.broadcaster.NewRecorder(cfg.Scheme, corev1.EventSource{Component: cfg.Component})
+	r.recorder = r.broadcaster.NewRecorder(cfg.Scheme, corev1.EventSource{Component: cfg.Component, Host: cfg.Host})
 	return r, nil
 }
 

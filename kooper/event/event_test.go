@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,10 @@ func TestRecorder(t *testing.T) {
 			}
 			if e.Source.Component != "test-operator" {
 				t.Errorf("got source component %q, want %q", e.Source.Component, "test-operator")
+			}
+			// The replica that recorded it: the host name, a pod's name.
+			if host, _ := os.Hostname(); e.Source.Host != host {
+				t.Errorf("got source host %q, want the host name %q", e.Source.Host, host)
 			}
 			if e.InvolvedObject != tt.wantObject {
 				t.Errorf("got involved object %+v, want %+v", e.InvolvedObject, tt.wantObject)

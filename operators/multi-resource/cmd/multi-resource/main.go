@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/cli"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/operator"
@@ -45,6 +46,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		secureAddr  = fs.String("metrics-secure-addr", "", "HTTPS address serving /metrics instead of -http-addr, only to clients the API server authorizes to get /metrics (needs the ClusterRole system:auth-delegator); empty: /metrics on -http-addr")
 		pprof       = fs.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on -http-addr")
 		leaderElect = fs.Bool("leader-elect", true, "hold a Lease so that only one replica acts; turn off for a single local replica")
+		leaseDur    = fs.Duration("leader-elect-lease-duration", leaderelection.DefaultLeaseDuration, "how long a standby waits after the leader's last renewal before taking over")
+		renewDL     = fs.Duration("leader-elect-renew-deadline", leaderelection.DefaultRenewDeadline, "how long the leader retries a renewal before it stops leading; shorter than the lease duration")
+		retryPeriod = fs.Duration("leader-elect-retry-period", leaderelection.DefaultRetryPeriod, "the wait between attempts to acquire or renew the Lease")
 		namespace   = fs.String("namespace", cli.EnvOr("POD_NAMESPACE", operator.DefaultNamespace), "the operator's namespace, where its Lease lives")
 		resync      = fs.Duration("resync", operator.DefaultResync, "how often every Tenant is handled again anyway (drift is seen as it happens)")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
@@ -85,6 +89,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		SecureMetricsAddr:     *secureAddr,
 		EnableProfiling:       *pprof,
 		DisableLeaderElection: !*leaderElect,
+		LeaseDuration:         *leaseDur,
+		RenewDeadline:         *renewDL,
+		RetryPeriod:           *retryPeriod,
 		TracerProvider:        tp,
 		Logger:                logger,
 	})

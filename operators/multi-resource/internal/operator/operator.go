@@ -87,6 +87,9 @@ type Config struct {
 	// DisableLeaderElection runs the controllers without holding the Lease:
 	// for a single replica only.
 	DisableLeaderElection bool
+	// LeaseDuration, RenewDeadline and RetryPeriod are leader election's
+	// timings (leaderelection.Config). Zero: its defaults, 15s, 10s and 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// TracerProvider, if set, traces each handling and the API calls it
 	// makes (kooper/tracing). Default: no tracing.
 	TracerProvider trace.TracerProvider
@@ -216,7 +219,8 @@ func Run(ctx context.Context, cfg Config) error {
 		runnables[i], synced[i] = c, c
 	}
 	runner, err := leaderelection.New(leaderelection.Config{
-		Disabled:  cfg.DisableLeaderElection,
+		Disabled:      cfg.DisableLeaderElection,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 		Name:      cfg.Name,
 		Namespace: cfg.Namespace,
 		Client:    kube.CoordinationV1(),

@@ -20,6 +20,7 @@ import (
 
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/cli"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -49,6 +50,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		secureAddr  = fs.String("metrics-secure-addr", "", "HTTPS address serving /metrics instead of -http-addr, only to clients the API server authorizes to get /metrics (needs the ClusterRole system:auth-delegator); empty: /metrics on -http-addr")
 		pprof       = fs.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on -http-addr")
 		leaderElect = fs.Bool("leader-elect", true, "hold a Lease so that only one replica acts; turn off for a single local replica")
+		leaseDur    = fs.Duration("leader-elect-lease-duration", leaderelection.DefaultLeaseDuration, "how long a standby waits after the leader's last renewal before taking over")
+		renewDL     = fs.Duration("leader-elect-renew-deadline", leaderelection.DefaultRenewDeadline, "how long the leader retries a renewal before it stops leading; shorter than the lease duration")
+		retryPeriod = fs.Duration("leader-elect-retry-period", leaderelection.DefaultRetryPeriod, "the wait between attempts to acquire or renew the Lease")
 		namespace   = fs.String("namespace", cli.EnvOr("POD_NAMESPACE", operator.DefaultNamespace), "the operator's namespace: its Lease and webhook Secret live there, and it is never a target")
 		protected   = fs.String("protected-namespaces", "", "comma-separated namespaces no PodTerminator may target, besides kube-system, kube-public, kube-node-lease and -namespace")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
@@ -99,6 +103,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		SecureMetricsAddr:     *secureAddr,
 		EnableProfiling:       *pprof,
 		DisableLeaderElection: !*leaderElect,
+		LeaseDuration:         *leaseDur,
+		RenewDeadline:         *renewDL,
+		RetryPeriod:           *retryPeriod,
 		DryRunAll:             *dryRunAll,
 		Webhook: operator.Webhook{
 			Addr:       *whAddr,

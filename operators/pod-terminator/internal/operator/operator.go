@@ -88,6 +88,9 @@ type Config struct {
 	// DisableLeaderElection runs the controller without holding the Lease:
 	// for a single replica only.
 	DisableLeaderElection bool
+	// LeaseDuration, RenewDeadline and RetryPeriod are leader election's
+	// timings (leaderelection.Config). Zero: its defaults, 15s, 10s and 2s.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// DryRunAll makes every PodTerminator a dry run.
 	DryRunAll bool
 	// Webhook configures the admission webhook server.
@@ -242,7 +245,8 @@ func Run(ctx context.Context, cfg Config) error {
 	// The controller runs only while this replica holds the Lease, or at
 	// once with leader election disabled (a single replica).
 	runner, err := leaderelection.New(leaderelection.Config{
-		Disabled:  cfg.DisableLeaderElection,
+		Disabled:      cfg.DisableLeaderElection,
+		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 		Name:      cfg.Name,
 		Namespace: cfg.Namespace,
 		Client:    kubeClient.CoordinationV1(),
