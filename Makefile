@@ -62,7 +62,7 @@ devcluster-stop: ## Stop the make devcluster running in another shell, no PID ne
 	$(GO) run ./hack/devcluster -stop
 
 .PHONY: test
-test: lint verify-generate test-unit test-integration test-faults test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane, faults, benchmark smoke tests.
+test: lint verify-generate test-unit test-integration test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane (the fault runs included), benchmark smoke tests.
 
 # Integration packages start real control-plane processes: any package named
 # integration, plus devcluster and make run's own test. Everything else is a
@@ -89,11 +89,13 @@ test-unit: ## Unit tests and examples with the race detector (fast, no cluster).
 	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 .PHONY: test-integration
-test-integration: build ## Integration tests against a local control plane (built first if missing), and the library's against the previous minor's API server.
+test-integration: build ## Integration tests against a local control plane (built first if missing), then, at once, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
 	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test -count=1 ./integration
-	@$(MAKE) --no-print-directory test-skew
+	@# Two control planes of their own, side by side (their binaries are
+	@# built above); each one's output shows when it ends.
+	@$(MAKE) --no-print-directory -j2 --output-sync=target _test-skew _test-faults
 
 # REPEAT is how many times make test-repeat runs each integration test. A
 # package's TestMain starts one control plane per go test process, so each
@@ -116,6 +118,12 @@ SKEW_PACKAGES := ./kooper/controller/integration
 .PHONY: test-skew
 test-skew: ## The library's integration tests against the previous minor's kube-apiserver (version skew).
 	@$(MAKE) --no-print-directory controlplane WITH_SKEW=1
+	@$(MAKE) --no-print-directory _test-skew
+
+# _test-skew and _test-faults run the tests only, the binaries built:
+# test-integration runs them side by side.
+.PHONY: _test-skew _test-faults
+_test-skew:
 	KOOPER_CONTROLPLANE_BIN="$(CURDIR)/bin/skew" KOOPER_WANT_SERVER_VERSION="$$(bin/skew/kube-apiserver --version | cut -d' ' -f2)" \
 		CGO_ENABLED=1 $(GO) test -race -count=1 $(SKEW_PACKAGES)
 
@@ -127,14 +135,17 @@ SEED ?=
 DURATION ?= 30m
 
 .PHONY: test-faults
-test-faults: ## Each fault once (connection resets, latency, a blackhole, API server and etcd restarts, compaction, 429s, SIGKILL and SIGSTOP of the leader), then 30s of them mixed from a printed seed (faults/; SEED=... repeats).
-	@$(MAKE) --no-print-directory controlplane
-	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION=30s CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+test-faults: ## Each fault once (connection resets, latency, a blackhole, API server and etcd restarts, compaction, 429s, SIGKILL and SIGSTOP of the leader), then 30s of them mixed from a printed seed, and 45s of them under each sample operator (faults/; SEED=... repeats).
+	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
+	@$(MAKE) --no-print-directory _test-faults
+
+_test-faults:
+	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION=30s FAULTS_OPERATOR_DURATION=45s CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
 .PHONY: soak
-soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed), the invariants checked throughout; the run stops at the first violation, naming the seed.
-	@$(MAKE) --no-print-directory controlplane
-	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION="$(DURATION)" $(GO) test -count=1 -v -timeout 0 -run TestMixedFaults ./integration
+soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed), under the library's controller and, at the same time, each sample operator in turn (DURATION each), the invariants checked throughout; a run stops at its first violation, naming the seed.
+	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
+	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION="$(DURATION)" FAULTS_OPERATOR_DURATION="$(DURATION)" $(GO) test -count=1 -v -timeout 0 -run 'TestMixedFaults|UnderFaults' ./integration ./operators
 
 .PHONY: test-bench
 test-bench: ## Every benchmarked implementation on a tiny workload: in memory in both cache-fill modes, and on a local control plane.

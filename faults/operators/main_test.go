@@ -1,0 +1,331 @@
+package operators_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kooperkit/kooper/faults"
+	"github.com/kooperkit/kooper/kooper/devcluster"
+)
+
+var (
+	cluster *devcluster.Cluster
+	// auditLog is the API server's record of the pod-terminator's pod
+	// removals and of the multi-resource operator's writes (auditPolicy).
+	auditLog string
+	// binDir holds the operators' binaries, built once per test process.
+	binDir string
+)
+
+// root is the repository's root, whose operators/ the binaries are built
+// from.
+const root = "../.."
+
+// auditPolicy records, with their outcome, the pod deletions and evictions
+// of the ServiceAccounts in kooper-system (the operators'), every write of
+// the multi-resource operator's ServiceAccount, and nothing else. Metadata
+// is enough for the multi-resource test: it judges a write by the object's
+// kind, namespace and name, since a request body would carry the managed-by
+// label the operator's own apply adds to whatever it writes.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+  userGroups: ["system:serviceaccounts:kooper-system"]
+  verbs: [create, delete, deletecollection]
+  resources:
+  - group: ""
+    resources: ["pods", "pods/eviction"]
+- level: Metadata
+  users: ["system:serviceaccount:kooper-system:multi-resource"]
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+`
+
+// One kwok node, so that Deployments' pods are scheduled and become Ready;
+// the API server's request limits low enough for 429 storms; an audit log.
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "faults-operators-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = filepath.Join(dir, "bin")
+	auditLog = filepath.Join(dir, "audit.log")
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	args := append(append([]string(nil), faults.APIServerArgs...),
+		"--audit-policy-file="+policy, "--audit-log-path="+auditLog, "--audit-log-mode=blocking")
+	return devcluster.RunTests(m, devcluster.Options{Nodes: 1, APIServerArgs: args}, &cluster)
+}
+
+var built sync.Map // operator name → *buildOnce
+
+type buildOnce struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// binary builds operators/<name>/cmd/<name> once per test process and
+// returns its path.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	v, _ := built.LoadOrStore(name, &buildOnce{})
+	b := v.(*buildOnce)
+	b.once.Do(func() {
+		b.path = filepath.Join(binDir, name)
+		out, err := exec.Command("go", "-C", root, "build", "-o", b.path, "./operators/"+name+"/cmd/"+name).CombinedOutput()
+		if err != nil {
+			b.err = fmt.Errorf("go build %s: %w\n%s", name, err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatal(b.err)
+	}
+	return b.path
+}
+
+// kubectl runs kubectl against the cluster, as its admin.
+func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), append([]string{"--kubeconfig", cluster.KubeconfigPath()}, args...)...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// freePort returns a port of 127.0.0.1 nothing listens on.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+var runs atomic.Int32
+
+// runName is a name unique to this test process and run, so that a test
+// repeated against the same cluster (-count=N) meets nothing of the last.
+func runName(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), runs.Add(1))
+}
+
+// seed is FAULTS_SEED, or a new one.
+func seed(t *testing.T) uint64 {
+	if s := os.Getenv("FAULTS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("FAULTS_SEED=%q: %v", s, err)
+		}
+		return v
+	}
+	return uint64(time.Now().UnixNano())
+}
+
+// duration is FAULTS_OPERATOR_DURATION, or def.
+func duration(t *testing.T, def time.Duration) time.Duration {
+	if v := os.Getenv("FAULTS_OPERATOR_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			t.Fatalf("FAULTS_OPERATOR_DURATION=%q: %v", v, err)
+		}
+		return d
+	}
+	return def
+}
+
+// The operators' leader election timings in a fault run: short, so that a
+// run sees many takeovers, with room for the controllers' shutdown timeout
+// (2s) in LeaseDuration - RenewDeadline - RetryPeriod, as the operators
+// demand. Harness.LeaseDuration is set to it: a blackhole and a SIGSTOP
+// outlast it.
+const (
+	leaseDuration = 7 * time.Second
+	renewDeadline = 4 * time.Second
+	retryPeriod   = 500 * time.Millisecond
+)
+
+// leaseFlags are the operators' flags for those timings.
+func leaseFlags() []string {
+	return []string{
+		"-leader-elect-lease-duration=" + leaseDuration.String(),
+		"-leader-elect-renew-deadline=" + renewDeadline.String(),
+		"-leader-elect-retry-period=" + retryPeriod.String(),
+	}
+}
+
+// startHarness starts h with n replicas and stops them after the test,
+// showing the ends of their logs if it failed.
+func startHarness(t *testing.T, h *faults.Harness, n int) {
+	t.Helper()
+	if err := h.Start(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := h.Stop(); err != nil {
+			t.Errorf("stopping the replicas: %v", err)
+		}
+		if t.Failed() {
+			for _, r := range h.Replicas() {
+				if b, err := os.ReadFile(filepath.Join(h.Dir, r.Name+".log")); err == nil {
+					t.Logf("replica %s's log ends:\n%s", r.Name, tail(string(b), 40))
+				}
+			}
+		}
+	})
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// mixFaults injects faults drawn from rng for d (of the kinds in
+// FAULTS_KINDS, or all), calling check after each;
+// it fails the test, naming the seed, on the first error of either.
+func mixFaults(t *testing.T, h *faults.Harness, rng *rand.Rand, s uint64, d time.Duration, check func() error) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	kinds := faults.Faults
+	if v := os.Getenv("FAULTS_KINDS"); v != "" {
+		// To hunt a failure: only these kinds, e.g. FAULTS_KINDS=latency,etcd-restart.
+		kinds = nil
+		for name := range strings.SplitSeq(v, ",") {
+			f, ok := faults.FaultNamed(name)
+			if !ok {
+				t.Fatalf("FAULTS_KINDS: no fault %q", name)
+			}
+			kinds = append(kinds, f)
+		}
+	}
+	counts := map[string]int{}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		f := kinds[rng.IntN(len(kinds))]
+		what, err := f.Inject(ctx, h, rng)
+		if err != nil {
+			t.Fatalf("seed %d: %s: %v", s, f.Name, err)
+		}
+		counts[f.Name]++
+		t.Logf("%s %s", time.Now().Format("15:04:05.000"), what)
+		if err := check(); err != nil {
+			t.Fatalf("seed %d: after %s: %v", s, what, err)
+		}
+		time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
+	}
+	return counts
+}
+
+// auditEvent is what the tests read of an audit log line.
+type auditEvent struct {
+	Stage     string `json:"stage"`
+	Verb      string `json:"verb"`
+	ObjectRef struct {
+		Resource    string `json:"resource"`
+		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
+	} `json:"objectRef"`
+	User struct {
+		Username string `json:"username"`
+	} `json:"user"`
+	ResponseStatus struct {
+		Code int `json:"code"`
+	} `json:"responseStatus"`
+	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time `json:"stageTimestamp"`
+}
+
+// podRemovals are the pod evictions and deletions in namespace ns that the
+// API server carried out (2xx) for user, in the audit log, oldest first.
+func podRemovals(t *testing.T, user, ns string) []auditEvent {
+	t.Helper()
+	f, err := os.Open(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []auditEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			continue // a line being written
+		}
+		if ev.Stage != "ResponseComplete" || ev.User.Username != user || ev.ObjectRef.Namespace != ns ||
+			ev.ObjectRef.Resource != "pods" || ev.ResponseStatus.Code/100 != 2 {
+			continue
+		}
+		if (ev.Verb == "create" && ev.ObjectRef.Subresource == "eviction") || (ev.Verb == "delete" && ev.ObjectRef.Subresource == "") {
+			out = append(out, ev)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// scrape returns the value of the series of metric name with labels, in
+// the text exposition served at url; ok is false if it is not there or
+// the URL does not answer.
+func scrape(url, name string, labels map[string]string) (v float64, ok bool) {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		match := true
+		for k, val := range labels {
+			if !strings.Contains(line, k+`="`+val+`"`) {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		fields := strings.Fields(line)
+		f, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		return f, err == nil
+	}
+	return 0, false
+}
