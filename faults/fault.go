@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -39,6 +41,60 @@ func FaultNamed(name string) (Fault, bool) {
 		}
 	}
 	return Fault{}, false
+}
+
+// Seed is the seed in FAULTS_SEED, to repeat a run's faults, or a new one.
+func Seed() (uint64, error) {
+	if s := os.Getenv("FAULTS_SEED"); s != "" {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("FAULTS_SEED=%q: %w", s, err)
+		}
+		return v, nil
+	}
+	return uint64(time.Now().UnixNano()), nil
+}
+
+// ParseKinds returns the faults a comma-separated list names, e.g.
+// "latency,etcd-restart" (FAULTS_KINDS, to hunt a failure), or all of them
+// for "".
+func ParseKinds(list string) ([]Fault, error) {
+	if list == "" {
+		return Faults, nil
+	}
+	var kinds []Fault
+	for name := range strings.SplitSeq(list, ",") {
+		f, ok := FaultNamed(name)
+		if !ok {
+			return nil, fmt.Errorf("no fault %q", name)
+		}
+		kinds = append(kinds, f)
+	}
+	return kinds, nil
+}
+
+// Mix injects faults drawn by rng from kinds, 0-3s apart, until d has
+// passed; after each it logs what it did (h.Logf) and calls check. It
+// returns how many of each kind it injected, and stops at the first error
+// of a fault or of check, which names the fault. The same rng seed draws
+// the same faults.
+func Mix(ctx context.Context, h *Harness, rng *rand.Rand, kinds []Fault, d time.Duration, check func() error) (map[string]int, error) {
+	counts := map[string]int{}
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		f := kinds[rng.IntN(len(kinds))]
+		what, err := f.Inject(ctx, h, rng)
+		if err != nil {
+			return counts, fmt.Errorf("%s: %w", f.Name, err)
+		}
+		counts[f.Name]++
+		h.Logf("%s %s", time.Now().Format("15:04:05.000"), what)
+		if err := check(); err != nil {
+			return counts, fmt.Errorf("after %s: %w", what, err)
+		}
+		sleep(ctx, time.Duration(rng.IntN(3000))*time.Millisecond)
+	}
+	return counts, nil
 }
 
 func sleep(ctx context.Context, d time.Duration) {

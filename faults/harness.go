@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -440,6 +441,25 @@ func (h *Harness) Stop() error {
 		r.Proxy.Close()
 	}
 	return errors.Join(errs...)
+}
+
+// StopWhenDone stops the replicas once tb's test ends (Stop), and, if it
+// failed, logs the last lines of each replica's log.
+func (h *Harness) StopWhenDone(tb testing.TB, lines int) {
+	tb.Cleanup(func() {
+		if err := h.Stop(); err != nil {
+			tb.Errorf("stopping the replicas: %v", err)
+		}
+		if !tb.Failed() {
+			return
+		}
+		for _, r := range h.replicas {
+			if b, err := os.ReadFile(filepath.Join(h.Dir, r.Name+".log")); err == nil {
+				all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+				tb.Logf("replica %s's log ends:\n%s", r.Name, strings.Join(all[max(0, len(all)-lines):], "\n"))
+			}
+		}
+	})
 }
 
 // lostLease reports whether r's process ended saying it lost the Lease

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -42,35 +40,11 @@ func newHarness(t *testing.T, rng *rand.Rand, replicas int) *faults.Harness {
 	if err := h.Start(context.Background(), replicas); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := h.Stop(); err != nil {
-			t.Errorf("stopping the replicas: %v", err)
-		}
-		if t.Failed() {
-			for _, r := range h.Replicas() {
-				if b, err := os.ReadFile(h.Dir + "/" + r.Name + ".log"); err == nil {
-					t.Logf("replica %s's log ends:\n%s", r.Name, tail(string(b), 30))
-				}
-			}
-		}
-	})
+	h.StopWhenDone(t, 30)
 	// The writers draw from a generator of their own: the faults' stay a
 	// function of the seed.
 	h.StartWriters(20*time.Millisecond, rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64())))
 	return h
-}
-
-func tail(s string, n int) string {
-	lines := 0
-	for i := len(s) - 1; i >= 0; i-- {
-		if s[i] == '\n' {
-			lines++
-			if lines > n {
-				return s[i+1:]
-			}
-		}
-	}
-	return s
 }
 
 // converge stops the writers and waits until every final version is
@@ -92,14 +66,11 @@ func converge(t *testing.T, h *faults.Harness, seed uint64) {
 
 // seed is FAULTS_SEED, or a new one.
 func seed(t *testing.T) uint64 {
-	if s := os.Getenv("FAULTS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("FAULTS_SEED=%q: %v", s, err)
-		}
-		return v
+	s, err := faults.Seed()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return uint64(time.Now().UnixNano())
+	return s
 }
 
 // Each fault on its own, one after the other against two replicas, with
@@ -143,33 +114,16 @@ func TestMixedFaults(t *testing.T) {
 	t.Logf("seed %d (FAULTS_SEED=%d to repeat), for %s", s, s, d)
 	rng := rand.New(rand.NewPCG(s, s))
 	h := newHarness(t, rng, 3)
-	ctx := context.Background()
-	kinds := faults.Faults
-	if v := os.Getenv("FAULTS_KINDS"); v != "" {
-		// To hunt a failure: only these kinds, e.g. FAULTS_KINDS=latency,etcd-restart.
-		kinds = nil
-		for name := range strings.SplitSeq(v, ",") {
-			f, ok := faults.FaultNamed(name)
-			if !ok {
-				t.Fatalf("FAULTS_KINDS: no fault %q", name)
-			}
-			kinds = append(kinds, f)
-		}
+	kinds, err := faults.ParseKinds(os.Getenv("FAULTS_KINDS"))
+	if err != nil {
+		t.Fatalf("FAULTS_KINDS: %v", err)
 	}
-	counts := map[string]int{}
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		f := kinds[rng.IntN(len(kinds))]
-		what, err := f.Inject(ctx, h, rng)
-		if err != nil {
-			t.Fatalf("seed %d: %s: %v", s, f.Name, err)
-		}
-		counts[f.Name]++
-		t.Log(what)
-		if _, _, err := h.Check(); err != nil {
-			t.Fatalf("seed %d: after %s: %v", s, what, err)
-		}
-		time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
+	counts, err := faults.Mix(context.Background(), h, rng, kinds, d, func() error {
+		_, _, err := h.Check()
+		return err
+	})
+	if err != nil {
+		t.Fatalf("seed %d: %v", s, err)
 	}
 	t.Logf("faults injected: %v", counts)
 	converge(t, h, s)

@@ -142,14 +142,27 @@ func runName(prefix string) string {
 
 // seed is FAULTS_SEED, or a new one.
 func seed(t *testing.T) uint64 {
-	if s := os.Getenv("FAULTS_SEED"); s != "" {
-		v, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			t.Fatalf("FAULTS_SEED=%q: %v", s, err)
-		}
-		return v
+	s, err := faults.Seed()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return uint64(time.Now().UnixNano())
+	return s
+}
+
+// begin starts an operator's run: it returns the seed (logged), how long
+// the faults last (FAULTS_OPERATOR_DURATION, default 60s), the faults'
+// random source and the operator's binary, and applies the operator's CRDs
+// (manifests/crds/<group>) and RBAC (manifests/rbac/<operator>).
+func begin(t *testing.T, operator, group string) (s uint64, d time.Duration, rng *rand.Rand, bin string) {
+	t.Helper()
+	s = seed(t)
+	d = duration(t, 60*time.Second)
+	t.Logf("seed %d (FAULTS_SEED=%d to repeat), for %s", s, s, d)
+	rng = rand.New(rand.NewPCG(s, s))
+	bin = binary(t, operator)
+	kubectl(t, "apply", "-k", "manifests/crds/"+group)
+	kubectl(t, "apply", "-k", "manifests/rbac/"+operator)
+	return s, d, rng, bin
 }
 
 // duration is FAULTS_OPERATOR_DURATION, or def.
@@ -191,57 +204,21 @@ func startHarness(t *testing.T, h *faults.Harness, n int) {
 	if err := h.Start(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if err := h.Stop(); err != nil {
-			t.Errorf("stopping the replicas: %v", err)
-		}
-		if t.Failed() {
-			for _, r := range h.Replicas() {
-				if b, err := os.ReadFile(filepath.Join(h.Dir, r.Name+".log")); err == nil {
-					t.Logf("replica %s's log ends:\n%s", r.Name, tail(string(b), 40))
-				}
-			}
-		}
-	})
-}
-
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+	h.StopWhenDone(t, 40)
 }
 
 // mixFaults injects faults drawn from rng for d (of the kinds in
-// FAULTS_KINDS, or all), calling check after each;
-// it fails the test, naming the seed, on the first error of either.
+// FAULTS_KINDS, or all), calling check after each; it fails the test,
+// naming the seed, on the first error of either.
 func mixFaults(t *testing.T, h *faults.Harness, rng *rand.Rand, s uint64, d time.Duration, check func() error) map[string]int {
 	t.Helper()
-	ctx := context.Background()
-	kinds := faults.Faults
-	if v := os.Getenv("FAULTS_KINDS"); v != "" {
-		// To hunt a failure: only these kinds, e.g. FAULTS_KINDS=latency,etcd-restart.
-		kinds = nil
-		for name := range strings.SplitSeq(v, ",") {
-			f, ok := faults.FaultNamed(name)
-			if !ok {
-				t.Fatalf("FAULTS_KINDS: no fault %q", name)
-			}
-			kinds = append(kinds, f)
-		}
+	kinds, err := faults.ParseKinds(os.Getenv("FAULTS_KINDS"))
+	if err != nil {
+		t.Fatalf("FAULTS_KINDS: %v", err)
 	}
-	counts := map[string]int{}
-	end := time.Now().Add(d)
-	for time.Now().Before(end) {
-		f := kinds[rng.IntN(len(kinds))]
-		what, err := f.Inject(ctx, h, rng)
-		if err != nil {
-			t.Fatalf("seed %d: %s: %v", s, f.Name, err)
-		}
-		counts[f.Name]++
-		t.Logf("%s %s", time.Now().Format("15:04:05.000"), what)
-		if err := check(); err != nil {
-			t.Fatalf("seed %d: after %s: %v", s, what, err)
-		}
-		time.Sleep(time.Duration(rng.IntN(3000)) * time.Millisecond)
+	counts, err := faults.Mix(context.Background(), h, rng, kinds, d, check)
+	if err != nil {
+		t.Fatalf("seed %d: %v", s, err)
 	}
 	return counts
 }

@@ -102,13 +102,7 @@ func TestMultiResourceUnderFaults(t *testing.T) {
 	if cluster == nil {
 		t.Skip(devcluster.SkipHint)
 	}
-	s := seed(t)
-	d := duration(t, 60*time.Second)
-	t.Logf("seed %d (FAULTS_SEED=%d to repeat), for %s", s, s, d)
-	rng := rand.New(rand.NewPCG(s, s))
-	bin := binary(t, "multi-resource")
-	kubectl(t, "apply", "-k", "manifests/crds/tenancy")
-	kubectl(t, "apply", "-k", "manifests/rbac/multi-resource")
+	s, d, rng, bin := begin(t, "multi-resource", "tenancy")
 	ctx := context.Background()
 	cfg := cluster.Config()
 	cfg.QPS, cfg.Burst = 200, 400

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"os/exec"
 	"slices"
 	"sort"
@@ -73,13 +72,7 @@ func TestPodTerminatorUnderFaults(t *testing.T) {
 	if cluster == nil {
 		t.Skip(devcluster.SkipHint)
 	}
-	s := seed(t)
-	d := duration(t, 60*time.Second)
-	t.Logf("seed %d (FAULTS_SEED=%d to repeat), for %s", s, s, d)
-	rng := rand.New(rand.NewPCG(s, s))
-	bin := binary(t, "pod-terminator")
-	kubectl(t, "apply", "-k", "manifests/crds/chaos")
-	kubectl(t, "apply", "-k", "manifests/rbac/pod-terminator")
+	s, d, rng, bin := begin(t, "pod-terminator", "chaos")
 	ctx := context.Background()
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	pts := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
