@@ -221,7 +221,7 @@ func storm(ctx context.Context, h *Harness, rng *rand.Rand) (string, error) {
 }
 
 func sigkillLeader(ctx context.Context, h *Harness, _ *rand.Rand) (string, error) {
-	r, err := h.signalLeader(ctx, syscall.SIGKILL)
+	r, _, err := h.signalLeader(ctx, syscall.SIGKILL)
 	if err != nil {
 		return "", err
 	}
@@ -230,18 +230,20 @@ func sigkillLeader(ctx context.Context, h *Harness, _ *rand.Rand) (string, error
 	return "SIGKILL of leader " + id, nil
 }
 
-// signalLeader sends sig to the leader's process. The leader may exit
-// between the Lease's read and the signal (it lost the Lease): then it
-// looks for the leader again, a few times.
-func (h *Harness) signalLeader(ctx context.Context, sig syscall.Signal) (*Replica, error) {
+// signalLeader sends sig to the leader's process, and returns it and when
+// the signal was sent. The leader may exit between the Lease's read and the
+// signal (it lost the Lease): then it looks for the leader again, a few
+// times.
+func (h *Harness) signalLeader(ctx context.Context, sig syscall.Signal) (*Replica, time.Time, error) {
 	for try := 0; ; try++ {
 		r, err := h.Leader(ctx)
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
+		sent := time.Now()
 		err = r.Signal(sig)
 		if err == nil || !errors.Is(err, os.ErrProcessDone) || try == 4 {
-			return r, err
+			return r, sent, err
 		}
 		sleep(ctx, 500*time.Millisecond)
 	}
@@ -251,8 +253,9 @@ func (h *Harness) signalLeader(ctx context.Context, sig syscall.Signal) (*Replic
 // takes over, and the old leader must not handle when it wakes up.
 func sigstopLeader(ctx context.Context, h *Harness, rng *rand.Rand) (string, error) {
 	hold := between(rng, h.leaseDuration()+2*time.Second, 3*h.leaseDuration())
-	from := time.Now()
-	r, err := h.signalLeader(ctx, syscall.SIGSTOP)
+	// The pause begins as the signal is sent, not before the Lease's read:
+	// a handling begun meanwhile was not frozen by it.
+	r, from, err := h.signalLeader(ctx, syscall.SIGSTOP)
 	if err != nil {
 		return "", err
 	}
