@@ -22,7 +22,6 @@ import (
 // that received nothing at all for a few minutes is dead: it is stopped,
 // and the reflector watches again from the last version it saw, with no
 // relist.
-
 //
 // The same bound applies to the watch request until the API server answers
 // it: over HTTP/1.1 a new watch may go out on a pooled connection that is
