@@ -9,6 +9,13 @@ GO ?= go
 CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/kooper
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+# Prometheus's promtool and prometheus check the operators' metrics, the
+# alerting rules and every Grafana panel in make test. They are built from the
+# module whose PromQL parser grafana/ uses, at the version grafana/go.mod
+# requires (hack/bump's test checks the two agree), without service discovery
+# (-tags remove_all_sd), and linked into bin/, where the tests look for them.
+PROMETHEUS_VERSION := v0.316.0
+PROMETHEUS_DIR := $(CACHE_DIR)/tools/prometheus-$(PROMETHEUS_VERSION)
 
 # Binaries are static and trimmed, stamped with VERSION (their -version flag
 # prints it), by one command that `make build` and the Dockerfile both run:
@@ -62,7 +69,15 @@ devcluster-stop: ## Stop the make devcluster running in another shell, no PID ne
 	$(GO) run ./hack/devcluster -stop
 
 .PHONY: test
-test: lint verify-generate test-unit test-integration test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane (the fault runs included), benchmark smoke tests.
+test: lint verify-generate test-unit test-integration test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane (the fault runs included), benchmark smoke tests. TESTFLAGS go to every go test (TESTFLAGS=-v names each test).
+
+# TESTFLAGS are added to each go test that the test targets run: -v lists
+# every test, and its skips (make newcomer counts them).
+TESTFLAGS ?=
+
+.PHONY: newcomer
+newcomer: ## The README's two commands as a new user runs them: a fresh clone, empty Go caches, a PATH of only Go, make, gcc and a shell's basics; reports their exit codes, times and skipped tests (over an hour cold; NEWCOMER_ARGS='-home DIR' reuses a home for a warm run, hack/newcomer).
+	$(GO) run ./hack/newcomer $(NEWCOMER_ARGS)
 
 # Integration packages start real control-plane processes: any package named
 # integration, plus devcluster and make run's own test. Everything else is a
@@ -82,17 +97,17 @@ IMAGE_TOOL := cd hack/image &&
 FAULTS := cd faults &&
 
 .PHONY: test-unit
-test-unit: ## Unit tests and examples with the race detector (fast, no cluster).
-	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
-	$(GRAFANA) CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
-	$(CRDCHECK) $(GO) test -count=1 ./...
-	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+test-unit: prometheus ## Unit tests and examples with the race detector (fast, no cluster; promtool checks the alerting rules).
+	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
+	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
+	$(CRDCHECK) $(GO) test $(TESTFLAGS) -count=1 ./...
+	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 
 .PHONY: test-integration
-test-integration: build ## Integration tests against a local control plane (built first if missing), then, at once, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
+test-integration: build prometheus ## Integration tests against a local control plane (built first if missing), then, at once, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
-	CGO_ENABLED=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
-	$(GRAFANA) CGO_ENABLED=1 $(GO) test -count=1 ./integration
+	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
+	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -count=1 ./integration
 	@# Two control planes of their own, side by side (their binaries are
 	@# built above); each one's output shows when it ends.
 	@$(MAKE) --no-print-directory -j2 --output-sync=target _test-skew _test-faults
@@ -107,8 +122,8 @@ REPEAT ?= 3
 .PHONY: test-repeat
 test-repeat: build ## Every integration test REPEAT times (3) against its package's one local control plane, as a flake hunt needs (about an hour): catches tests that depend on a fresh cluster.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
-	CGO_ENABLED=1 $(GO) test -race -count=$(REPEAT) -p 1 -timeout 60m $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
-	$(GRAFANA) CGO_ENABLED=1 $(GO) test -count=$(REPEAT) -timeout 30m ./integration
+	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=$(REPEAT) -p 1 -timeout 60m $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
+	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -count=$(REPEAT) -timeout 30m ./integration
 
 # The version-skew run: the library's own integration tests against the
 # previous minor's kube-apiserver (hack/controlplane/skew), which users on a
@@ -125,7 +140,7 @@ test-skew: ## The library's integration tests against the previous minor's kube-
 .PHONY: _test-skew _test-faults
 _test-skew:
 	KOOPER_CONTROLPLANE_BIN="$(CURDIR)/bin/skew" KOOPER_WANT_SERVER_VERSION="$$(bin/skew/kube-apiserver --version | cut -d' ' -f2)" \
-		CGO_ENABLED=1 $(GO) test -race -count=1 $(SKEW_PACKAGES)
+		CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $(SKEW_PACKAGES)
 
 # The fault runs: replicas of a controller under leader election, each
 # through a fault-injecting proxy of its own, on a local control plane; the invariants
@@ -140,7 +155,7 @@ test-faults: ## Each fault once (connection resets, latency, a blackhole, API se
 	@$(MAKE) --no-print-directory _test-faults
 
 _test-faults:
-	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION=30s FAULTS_OPERATOR_DURATION=45s CGO_ENABLED=1 $(GO) test -race -count=1 ./...
+	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION=30s FAULTS_OPERATOR_DURATION=45s CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 
 .PHONY: soak
 soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed), under the library's controller and, at the same time, each sample operator in turn (DURATION each), the invariants checked throughout; a run stops at its first violation, naming the seed.
@@ -150,7 +165,7 @@ soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed
 .PHONY: test-bench
 test-bench: ## Every benchmarked implementation on a tiny workload: in memory in both cache-fill modes, and on a local control plane.
 	@$(MAKE) --no-print-directory controlplane
-	cd bench && $(GO) test -count=1 ./...
+	cd bench && $(GO) test $(TESTFLAGS) -count=1 ./...
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pinned).
@@ -181,8 +196,18 @@ lint-packages: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run $(LINT_PACKAGES)
 
 $(GOLANGCI_LINT):
-	@echo "installing golangci-lint $(GOLANGCI_LINT_VERSION) from the Go module proxy into $(dir $@) (first time: about 3 minutes)"
-	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	@GO="$(GO)" hack/tools/install.sh "$(@D)" "about 3 minutes" github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+.PHONY: prometheus
+prometheus: $(PROMETHEUS_DIR)/promtool ## Build promtool and prometheus (pinned) into the user cache, linked from bin/: make test's metrics, alert and dashboard checks use them (first time about 3 minutes).
+	@mkdir -p bin
+	@for b in promtool prometheus; do ln -sfn "$(PROMETHEUS_DIR)/$$b" "bin/$$b" 2>/dev/null || cp -f "$(PROMETHEUS_DIR)/$$b" "bin/$$b"; done
+
+# One go install for both: they share most packages, compiled once.
+$(PROMETHEUS_DIR)/promtool:
+	@GO="$(GO)" CGO_ENABLED=0 STAMP=github.com/prometheus/common/version.Version \
+		hack/tools/install.sh "$(@D)" "about 3 minutes on 2 cores" -tags remove_all_sd \
+		github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
 
 .PHONY: generate
 generate: ## Generate deepcopy, OpenAPI, apply configurations, clients, listers, informers (code-generator), CRD YAML (controller-gen, then checked as the API server checks it), the Grafana dashboards, docs/metrics.md, the operators index and the tutorials' code blocks.

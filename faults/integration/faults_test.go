@@ -27,9 +27,6 @@ var runs atomic.Int32
 // after the test.
 func newHarness(t *testing.T, rng *rand.Rand, replicas int) *faults.Harness {
 	t.Helper()
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	h := &faults.Harness{
 		Cluster:   cluster,
 		Namespace: fmt.Sprintf("faults-%d-%d", os.Getpid(), runs.Add(1)),

@@ -19,7 +19,6 @@ import (
 
 	"github.com/kooperkit/kooper/faults"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -41,9 +40,6 @@ import (
 // returned, so that request waited for ever; WatchIdleTimeout now bounds
 // the request until its answer too, and the watch is restarted again.
 func TestStalledWatch(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	const idle = 10 * time.Second
 	tests := []struct {
 		name    string

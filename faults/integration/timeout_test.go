@@ -17,7 +17,6 @@ import (
 
 	"github.com/kooperkit/kooper/faults"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // A handler whose API call goes into a blackhole (no answer, no reset,
@@ -27,9 +26,6 @@ import (
 // answer. The controller's own watch reaches the API server directly; only
 // the handler's client goes through the proxy.
 func TestAHandlersCallEndsAtTheProcessingTimeout(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	const timeout = 2 * time.Second
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())

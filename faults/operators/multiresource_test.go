@@ -100,9 +100,6 @@ const (
 //     squatted namespace, only a create that failed (AlreadyExists, or a
 //     timeout while etcd is down).
 func TestMultiResourceUnderFaults(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	s, d, rng, bin := begin(t, "multi-resource", "tenancy")
 	ctx := context.Background()
 	cfg := cluster.Config()

@@ -24,7 +24,6 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	chaosclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/faults"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // The pod-terminator run's workload and PodTerminator: 6 pods, of which
@@ -69,9 +68,6 @@ const (
 //     Events it recorded (their source host is the replica), and no
 //     replica's last scraped value ever exceeded its Events' count.
 func TestPodTerminatorUnderFaults(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	s, d, rng, bin := begin(t, "pod-terminator", "chaos")
 	ctx := context.Background()
 	client := kubernetes.NewForConfigOrDie(cluster.Config())

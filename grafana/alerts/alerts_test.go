@@ -1,21 +1,20 @@
 // Package alerts_test checks the Prometheus alerting rules in this directory
-// with promtool (Debian's prometheus package; .ci/run installs it).
+// with the pinned promtool that `make prometheus` links into the
+// repository's bin/ (make test-unit builds it first).
 package alerts_test
 
 import (
-	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/kooperkit/kooper/hack/tools"
 )
 
 func promtool(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("promtool")
+	path, err := tools.Path("promtool")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("promtool is missing: .ci/run installs Debian's prometheus package")
-		}
-		t.Skip("promtool is missing: apt-get install prometheus")
+		t.Fatal(err)
 	}
 	return path
 }

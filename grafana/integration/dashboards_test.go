@@ -44,9 +44,6 @@ const rateInterval = "15s"
 const standIn = "multi-resource"
 
 func TestDashboardsAgainstARealPrometheus(t *testing.T) {
-	if binaries == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A cluster of its own for each run: the test installs the CRDs after
@@ -234,7 +231,7 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 					} else if len(s) == 0 {
 						t.Errorf("%s / %q: %q returns no series", d.UID, p.Title, expr)
 					}
-					parsed, err := parser.ParseExpr(expr)
+					parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 					if err != nil {
 						t.Errorf("%s / %q: %v", d.UID, p.Title, err)
 						continue
@@ -441,7 +438,7 @@ func TestTheStandInReplacesOnlyTheControllersOfOperatorsNotRunHere(t *testing.T)
 // of them are catalog families missing from exposed, so that expr cannot
 // return series here. An expression that does not parse is not one.
 func onlyFamiliesNotExposed(expr string, exposed map[string]bool) (_ []string, ok bool) {
-	parsed, err := parser.ParseExpr(expr)
+	parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
 	if err != nil {
 		return nil, false
 	}
@@ -571,7 +568,7 @@ func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashb
 // matcher that matches no operator at all, such as a typo in a sample's
 // dashboard, is kept, so that its query finds nothing and fails.
 func controllersSelector(selector, label string, running, notRun []string) (_ string, stoodIn bool, _ error) {
-	matchers, err := parser.ParseMetricSelector(selector)
+	matchers, err := parser.NewParser(parser.Options{}).ParseMetricSelector(selector)
 	if err != nil {
 		return "", false, fmt.Errorf("could not parse the controller variable's selector %s: %w", selector, err)
 	}

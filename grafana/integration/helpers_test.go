@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kooperkit/kooper/hack/tools"
 )
 
 // repoRoot is the repository, two levels above this package.
@@ -220,12 +222,9 @@ func (p prometheus) value(ctx context.Context, q string) (float64, error) {
 // waits until it is ready.
 func startPrometheus(t *testing.T, targets map[string]string, ruleFiles ...string) prometheus {
 	t.Helper()
-	bin, err := exec.LookPath("prometheus")
+	bin, err := tools.Path("prometheus")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("prometheus is missing: .ci/run installs Debian's prometheus package")
-		}
-		t.Skip("prometheus is missing: apt-get install prometheus")
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	var cfg strings.Builder

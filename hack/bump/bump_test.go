@@ -90,6 +90,18 @@ func TestAPinLeftBehindIsReported(t *testing.T) {
 		},
 		wants: "is not the minor before",
 	}, {
+		name: "grafana's PromQL parser is not the Prometheus that make builds",
+		edit: func(t *testing.T, root string) {
+			replaceIn(t, filepath.Join(root, "Makefile"), "PROMETHEUS_VERSION := "+p.Prometheus, "PROMETHEUS_VERSION := v0.315.1")
+		},
+		wants: "grafana/go.mod: github.com/prometheus/prometheus is " + p.Prometheus + ", want v0.315.1",
+	}, {
+		name: "the Makefile pins no Prometheus",
+		edit: func(t *testing.T, root string) {
+			replaceIn(t, filepath.Join(root, "Makefile"), "PROMETHEUS_VERSION := ", "PROM_VERSION := ")
+		},
+		wants: "Makefile: no PROMETHEUS_VERSION line",
+	}, {
 		name: "a doc names another patch release of the current minor",
 		edit: func(t *testing.T, root string) {
 			other := kversion{Minor: p.Kubernetes.Minor, Patch: p.Kubernetes.Patch + 1}

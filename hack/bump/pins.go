@@ -23,6 +23,12 @@ const (
 	generateScript = "hack/codegen/generate.sh"
 	// benchMod pins controller-runtime, the peer the benchmarks measure.
 	benchMod = "bench/go.mod"
+	// makefile pins the tools make builds, promtool and prometheus among
+	// them.
+	makefile = "Makefile"
+	// prometheusModule is built into promtool and prometheus, and its PromQL
+	// parser checks the dashboards.
+	prometheusModule = "github.com/prometheus/prometheus"
 )
 
 // pins is every version the repository pins that follows Kubernetes.
@@ -35,11 +41,17 @@ type pins struct {
 	CodeGenerator     string
 	ControllerTools   string
 	ControllerRuntime string
+
+	// Prometheus does not follow Kubernetes: it is here so that one check
+	// keeps one version of it everywhere (the Makefile's promtool and
+	// prometheus, the modules' PromQL parser). hack/bump does not move it.
+	Prometheus string
 }
 
 var (
 	codegenLine = regexp.MustCompile(`(?m)^CODEGEN_VERSION=(\S+)`)
 	toolsLine   = regexp.MustCompile(`(?m)^CONTROLLER_TOOLS_VERSION=(\S+)`)
+	promLine    = regexp.MustCompile(`(?m)^PROMETHEUS_VERSION := (\S+)`)
 )
 
 // readPins reads the pins from the repository at root.
@@ -79,6 +91,13 @@ func readPins(ctx context.Context, root string) (*pins, error) {
 		return nil, err
 	}
 	p.ControllerRuntime = bench.require("sigs.k8s.io/controller-runtime")
+	mk, err := os.ReadFile(filepath.Join(root, makefile))
+	if err != nil {
+		return nil, err
+	}
+	if m := promLine.FindSubmatch(mk); m != nil {
+		p.Prometheus = string(m[1])
+	}
 	return &p, nil
 }
 
@@ -172,7 +191,15 @@ func check(ctx context.Context, root string) ([]string, error) {
 			if r.Path == "k8s.io/kubernetes" {
 				bad("%s requires k8s.io/kubernetes: only %s may", filepath.Join(dir, "go.mod"), controlPlaneMod)
 			}
+			if r.Path == prometheusModule && r.Version != p.Prometheus {
+				bad("%s: %s is %s, want %s, the %s's PROMETHEUS_VERSION (promtool and prometheus): one Prometheus everywhere",
+					filepath.Join(dir, "go.mod"), r.Path, r.Version, p.Prometheus, makefile)
+			}
 		}
+	}
+
+	if p.Prometheus == "" {
+		bad("%s: no PROMETHEUS_VERSION line (the promtool and prometheus that make builds)", makefile)
 	}
 
 	// The generators and the benchmarks' controller-runtime.

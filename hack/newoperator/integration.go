@@ -80,9 +80,6 @@ func integrationE2EGo(op operator) *goFile {
 	f.printf(`// The operator, run as its ServiceAccount (impersonation) with leader
 // election, as its Deployment runs it.
 func Test$PluralEndToEnd(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	kubectl(t, "apply", "-k", crdDir)
 	kubectl(t, "apply", "-k", rbacDir)
@@ -298,9 +295,6 @@ func integrationMetricsGo(op operator) *goFile {
 // (system:auth-delegator, kooper-$Name-metrics-reader), has the API server
 // review each token. /healthz and /readyz stay plain.
 func TestSecureMetricsAreServedToPrometheusOnly(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	kubectl(t, "apply", "-k", crdDir)
 	kubectl(t, "apply", "-k", rbacDir)
 	httpAddr, secureAddr := e2etest.FreeAddr(t), e2etest.FreeAddr(t)
@@ -356,9 +350,6 @@ const account = "system:serviceaccount:" + operator.DefaultNamespace + ":" + ope
 // Applied with kubectl, the manifests let the ServiceAccount do every needed
 // verb and refuse others (SubjectAccessReviews as the account).
 func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	kubectl(t, "apply", "-k", rbacDir)
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	groups := rbactest.ServiceAccountGroups(operator.DefaultNamespace)
@@ -413,9 +404,6 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 // RBAC lets the ServiceAccount write every %[1]s %[2]s; the admission
 // policy lets it write only those it labels as its own.
 func TestRBACPolicyKeepsTheAccountToItsOwnObjects(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	kubectl(t, "apply", "-k", rbacDir)
 	asAdmin := kubernetes.NewForConfigOrDie(cluster.Config()).%[3]s(%[4]s)
@@ -471,9 +459,6 @@ func TestRBACMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T
 	if got := rbactest.ReadRules(t, filepath.Join(rbacDir, "metrics_reader_role.yaml")); !reflect.DeepEqual(got, metricsReader) {
 		t.Errorf("metrics_reader_role.yaml: got rules %+v\nwant exactly %+v", got, metricsReader)
 	}
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	kubectl(t, "apply", "-k", rbacDir)
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	rbactest.CheckAllowed(t, client, account, rbactest.ServiceAccountGroups(operator.DefaultNamespace), "", []rbacv1.PolicyRule{
@@ -497,9 +482,6 @@ func TestRBACMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T
 // The API server accepts the deploy manifests (a server-side dry run:
 // nothing runs) once the namespace exists.
 func TestRBACDeployManifestsApply(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	kubectl(t, "apply", "-k", rbacDir)
 	kubectl(t, "apply", "--dry-run=server", "-k", deployDir)
 }

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/kooperkit/kooper/hack/internal/terminal"
 )
 
 // A newcomer's first Ctrl-C ends make run quietly, with status 0, and
@@ -145,25 +145,12 @@ func waitFor(t *testing.T, out *syncBuffer, text string, timeout time.Duration) 
 	}
 }
 
-// openPTY opens a pseudo-terminal pair: what a terminal emulator holds
-// (master) and what the programs in it see (slave).
+// openPTY opens a pseudo-terminal pair, closed when the test ends.
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
-	master, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	master, slave, err := terminal.OpenPTY()
 	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	fd := int(master.Fd())
-	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
-		t.Fatal(err)
-	}
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
-	if err != nil {
-		t.Fatal(err)
+		t.Skip(err)
 	}
 	t.Cleanup(func() { _ = master.Close(); _ = slave.Close() })
 	return master, slave

@@ -29,25 +29,18 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if c != nil {
-		fmt.Fprintf(os.Stderr, "devcluster: started in %s\n", time.Since(began).Round(time.Millisecond))
-	}
+	fmt.Fprintf(os.Stderr, "devcluster: started in %s\n", time.Since(began).Round(time.Millisecond))
 	cluster = c
 	code := m.Run()
-	if c != nil {
-		if err := c.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			code = 1
-		}
+	if err := c.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	os.Exit(code)
 }
 
-func need(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
+// admin returns a client with the cluster's admin credentials.
+func admin() kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(cluster.Config())
 }
 
@@ -62,7 +55,7 @@ func namespace(t *testing.T, client kubernetes.Interface) string {
 }
 
 func TestTheAPIServerAnswersWithRBACOn(t *testing.T) {
-	client := need(t)
+	client := admin()
 	ns := namespace(t, client)
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(context.Background(),
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, metav1.CreateOptions{}); err != nil {
@@ -77,7 +70,6 @@ func TestTheAPIServerAnswersWithRBACOn(t *testing.T) {
 }
 
 func TestTheKubeconfigWorks(t *testing.T) {
-	need(t)
 	cfg, err := clientcmd.BuildConfigFromFlags("", cluster.KubeconfigPath())
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +99,7 @@ func pinnedKubernetes(t *testing.T) string {
 }
 
 func TestTheGarbageCollectorDeletesDependents(t *testing.T) {
-	client := need(t)
+	client := admin()
 	ctx := context.Background()
 	ns := namespace(t, client)
 	owner, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
@@ -140,7 +132,7 @@ func TestTheGarbageCollectorDeletesDependents(t *testing.T) {
 }
 
 func TestARestartedAPIServerKeepsItsData(t *testing.T) {
-	client := need(t)
+	client := admin()
 	ctx := context.Background()
 	ns := namespace(t, client)
 	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kept"}}, metav1.CreateOptions{}); err != nil {

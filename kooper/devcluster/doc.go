@@ -21,7 +21,9 @@
 // RestartAPIServer are for fault tests; etcd's data survives them.
 //
 // One cluster is meant to be shared by a package's tests from TestMain (see
-// [ForTests]): give each test its own namespace.
+// [ForTests], [RunTests]): give each test its own namespace. A missing
+// control plane fails the package instead of skipping it; `make test`
+// builds it first.
 //
 // Binaries are found in Options.BinDir, else in the directory named by
 // $KOOPER_CONTROLPLANE_BIN (for users outside this repository, who cannot

@@ -2,33 +2,27 @@ package devcluster
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"testing"
 )
 
 // ForTests starts a cluster for a package's integration tests, typically
-// from TestMain. When the binaries are missing it returns a nil Cluster and
-// no error, so tests can skip with a hint, except under CI=true, where a
-// skipped integration test would hide a broken build: there it returns the
-// error. [RunTests] wraps it into a whole TestMain.
+// from TestMain. It is Start, and like Start it returns an error when the
+// control plane is missing (wrapping [ErrBinariesMissing] and naming `make
+// controlplane`): tests never skip for want of it. `make test` builds the
+// binaries first, so a skip could only hide a broken build, and CI would
+// behave differently from what a new user runs. [RunTests] wraps it into a
+// whole TestMain.
 func ForTests(ctx context.Context, opts Options) (*Cluster, error) {
-	c, err := Start(ctx, opts)
-	if errors.Is(err, ErrBinariesMissing) && os.Getenv("CI") != "true" {
-		fmt.Fprintf(os.Stderr, "devcluster: skipping integration tests: %v\n", err)
-		return nil, nil
-	}
-	return c, err
+	return Start(ctx, opts)
 }
 
-// SkipHint is the message for tests skipped because ForTests returned no
-// cluster.
-const SkipHint = "no local control plane: run `make controlplane` (or set " + EnvBinDir + ")"
-
 // RunTests is a package's whole TestMain: it starts a cluster with
-// ForTests, stores it in *cluster (nil when skipping), runs the tests, stops
-// the cluster and returns the exit code.
+// ForTests, stores it in *cluster, runs the tests, stops the cluster and
+// returns the exit code. When the cluster cannot start it prints the error
+// and returns 1 without running any test, so *cluster is never nil while
+// the tests run.
 //
 //	var cluster *devcluster.Cluster
 //
@@ -43,11 +37,9 @@ func RunTests(m *testing.M, opts Options, cluster **Cluster) int {
 	}
 	*cluster = c
 	code := m.Run()
-	if c != nil {
-		if err := c.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
+	if err := c.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
 	}
 	return code
 }

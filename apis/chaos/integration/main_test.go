@@ -25,8 +25,8 @@ const crdDir = "../../../manifests/crds"
 var cluster *devcluster.Cluster
 
 // TestMain starts one control plane for the package's integration tests and
-// installs the generated CRDs in it. Without the binaries (outside CI) the
-// cluster is nil and those tests skip; the unit tests and examples still run.
+// installs the generated CRDs in it. Without the binaries the package fails
+// with the error naming `make controlplane`: make test builds them first.
 func TestMain(m *testing.M) {
 	ctx := context.Background()
 	c, err := devcluster.ForTests(ctx, devcluster.Options{})
@@ -34,28 +34,23 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if c != nil {
-		if err := installCRDs(ctx, c.Config()); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			_ = c.Stop()
-			os.Exit(1)
-		}
+	if err := installCRDs(ctx, c.Config()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		_ = c.Stop()
+		os.Exit(1)
 	}
 	cluster = c
 	code := m.Run()
-	if c != nil {
-		_ = c.Stop()
+	if err := c.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
 	}
 	os.Exit(code)
 }
 
-// chaosClient returns the generated typed clientset, or skips without a
-// cluster.
+// chaosClient returns the generated typed clientset.
 func chaosClient(t *testing.T) versioned.Interface {
 	t.Helper()
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	return versioned.NewForConfigOrDie(cluster.Config())
 }
 

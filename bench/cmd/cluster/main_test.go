@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image/png"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/report"
 	"github.com/kooperkit/kooper/bench/internal/cluster/runner"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // TestMain lets the test binary be the benchmark's child too: the runner
@@ -54,9 +52,6 @@ func TestEveryScenarioOfEveryImplementationCompletes(t *testing.T) {
 		FreshPods:     10,
 		FreshResync:   4 * time.Second,
 	})
-	if errors.Is(err, devcluster.ErrBinariesMissing) && os.Getenv("CI") != "true" {
-		t.Skip(devcluster.SkipHint)
-	}
 	t.Log("\n" + progress.String())
 	if err != nil {
 		t.Fatal(err)
@@ -273,9 +268,6 @@ func TestShardingProvesAndMeasures(t *testing.T) {
 		ShardingUpdates: 30,
 		ShardingHold:    time.Second,
 	})
-	if errors.Is(err, devcluster.ErrBinariesMissing) && os.Getenv("CI") != "true" {
-		t.Skip(devcluster.SkipHint)
-	}
 	t.Log("\n" + progress.String())
 	if err != nil {
 		t.Fatal(err)

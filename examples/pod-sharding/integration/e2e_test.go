@@ -60,9 +60,6 @@ func (l *logged) read(replica string, r io.Reader) {
 // replica. When one stops, the pods it printed are printed by the others
 // on their next change.
 func TestReplicasShareThePodsAndTakeOverAStoppedOnesShare(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	bin := filepath.Join(t.TempDir(), "pod-sharding")
 	if out, err := exec.Command("go", "build", "-o", bin, "..").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)

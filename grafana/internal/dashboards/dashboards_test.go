@@ -65,7 +65,7 @@ func TestEveryQueryParsesAndNamesCatalogMetricsWithTheirLabels(t *testing.T) {
 					t.Errorf("%s / %q: want a title, a description, a unit and at least one query", d.UID, p.Title)
 				}
 				for _, target := range p.Targets {
-					expr, err := parser.ParseExpr(substitute(target.Expr))
+					expr, err := parser.NewParser(parser.Options{}).ParseExpr(substitute(target.Expr))
 					if err != nil {
 						t.Errorf("%s / %q: %q does not parse: %v", d.UID, p.Title, target.Expr, err)
 						continue
@@ -116,7 +116,7 @@ func TestTheDashboardsCoverWhatTheyPromise(t *testing.T) {
 		for _, r := range d.Rows {
 			for _, p := range r.Panels {
 				for _, target := range p.Targets {
-					expr, err := parser.ParseExpr(substitute(target.Expr))
+					expr, err := parser.NewParser(parser.Options{}).ParseExpr(substitute(target.Expr))
 					if err != nil {
 						continue // reported by the test above
 					}

@@ -125,7 +125,7 @@ func checkGeneric(t *testing.T, d dashboards.Dashboard, name string) {
 	}
 	for _, p := range d.Rows[0].Panels {
 		for _, target := range p.Targets {
-			expr, err := parser.ParseExpr(strings.ReplaceAll(target.Expr, dashboards.VarRateInterval, "1m"))
+			expr, err := parser.NewParser(parser.Options{}).ParseExpr(strings.ReplaceAll(target.Expr, dashboards.VarRateInterval, "1m"))
 			if err != nil {
 				t.Errorf("%q: %q does not parse: %v", p.Title, target.Expr, err)
 				continue

@@ -268,8 +268,9 @@ func crdNames(t *testing.T) []string {
 	return names
 }
 
-// needBinaries skips, or fails under CI, when the control plane make
-// devcluster starts is not built.
+// needBinaries fails the test when the control plane make devcluster
+// starts is not built: make test builds it first, so only a broken build
+// can leave a binary out.
 func needBinaries(t *testing.T) {
 	t.Helper()
 	dir := os.Getenv(devcluster.EnvBinDir)
@@ -279,10 +280,7 @@ func needBinaries(t *testing.T) {
 	for _, bin := range []string{devcluster.BinEtcd, devcluster.BinAPIServer, devcluster.BinControllerManager,
 		devcluster.BinScheduler, devcluster.BinKwok, devcluster.BinKubectl} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatalf("%s is missing: make test builds it (make controlplane WITH_KWOK=1)", bin)
-			}
-			t.Skipf("%s is missing in %s: run make controlplane WITH_KWOK=1", bin, dir)
+			t.Fatalf("%s is missing in %s: make test builds it (make controlplane WITH_KWOK=1)", bin, dir)
 		}
 	}
 }

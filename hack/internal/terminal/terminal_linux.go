@@ -3,8 +3,10 @@
 package terminal
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -32,4 +34,30 @@ func Take() (restore func()) {
 		return func() {}
 	}
 	return func() { _ = unix.IoctlSetPointerInt(fd, unix.TIOCSPGRP, orig) }
+}
+
+// OpenPTY opens a pseudo-terminal pair: what a terminal emulator holds
+// (master; writing 0x03 to it is what Ctrl-C types) and what the programs
+// in it see (slave). The caller closes both.
+func OpenPTY() (master, slave *os.File, err error) {
+	master, err = os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, nil, fmt.Errorf("no pseudo-terminals here: %w", err)
+	}
+	fd := int(master.Fd())
+	if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+		_ = master.Close()
+		return nil, nil, fmt.Errorf("could not unlock the pseudo-terminal: %w", err)
+	}
+	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
+	if err != nil {
+		_ = master.Close()
+		return nil, nil, fmt.Errorf("could not get the pseudo-terminal's number: %w", err)
+	}
+	slave, err = os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		_ = master.Close()
+		return nil, nil, fmt.Errorf("could not open the pseudo-terminal's slave: %w", err)
+	}
+	return master, slave, nil
 }

@@ -388,9 +388,6 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 // replicas detect it, each caches every object, and each handles only the
 // objects of its slots; a slot moved by a clean stop is taken at once.
 func TestShardingWithoutTheFeatureGateFiltersOnTheClient(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	off, err := devcluster.Start(context.Background(), devcluster.Options{BinDir: cluster.BinDir(), FeatureGates: map[string]bool{"ShardedListAndWatch": false}})
 	if err != nil {
 		t.Fatal(err)

@@ -54,8 +54,9 @@
 // CreateContainerConfigError, and a Warning Event says why), and
 // NetworkPolicies are not enforced.
 //
-// It needs Linux, root (network namespaces, veth, chroot) and ip(8) from
-// iproute2; elsewhere Start returns an error wrapping ErrUnsupported. The
+// It needs Linux and root (network namespaces, veth, chroot), and no other
+// program: it sets the network up over netlink itself. Without them Start
+// returns an error wrapping ErrUnsupported that says what is missing. The
 // processes die with the process that started them; a killed test's
 // bridges and namespaces, named after its PID, are removed by the next
 // Start.
@@ -70,7 +71,8 @@ import (
 )
 
 // ErrUnsupported is wrapped by errors about what this node cannot do: a
-// machine without root or ip(8), or a pod feature it does not run.
+// machine other than Linux, a process not run as root, or a pod feature it
+// does not run.
 var ErrUnsupported = errors.New("procnode: unsupported")
 
 // Options configure a Node.

@@ -25,7 +25,7 @@ func Example() {
 		},
 	})
 	if err != nil {
-		fmt.Println(err) // wraps procnode.ErrUnsupported without root and ip(8)
+		fmt.Println(err) // wraps procnode.ErrUnsupported without root
 		return
 	}
 	defer func() { _ = node.Stop(ctx) }()

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -20,27 +19,17 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
 // supported reports why this machine cannot run pods, or nil: network
-// namespaces, veth and chroot need root (CAP_NET_ADMIN, CAP_SYS_ADMIN,
-// CAP_SYS_CHROOT) and ip(8) from iproute2.
+// namespaces, veth and chroot need root. The network is set up over
+// netlink from this process, so no other program is needed.
 func supported() error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("%w: it runs as uid %d, not root (network namespaces, veth and chroot need it)", ErrUnsupported, os.Geteuid())
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		return fmt.Errorf("%w: ip(8) from iproute2 is missing: %w", ErrUnsupported, err)
-	}
-	return nil
-}
-
-// ipCmd runs ip(8) with args, and returns its error with its output.
-func ipCmd(ctx context.Context, args ...string) error {
-	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	if uid := os.Geteuid(); uid != 0 {
+		return fmt.Errorf("%w: it runs as uid %d, not root: run the tests as root (network namespaces, veth and chroot need CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_SYS_CHROOT)", ErrUnsupported, uid)
 	}
 	return nil
 }
@@ -72,7 +61,10 @@ var nodeSeq struct {
 // uses yet, picked at random in 10.200.0.0/13 so that nodes of concurrent
 // test processes do not collide.
 func newNetwork(ctx context.Context) (*network, error) {
-	removeLeftovers(ctx)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("could not create the node's bridge: %w", err)
+	}
+	removeLeftovers()
 	nodeSeq.Lock()
 	nodeSeq.n++
 	bridge := fmt.Sprintf("kpb%s-%d", tag, nodeSeq.n)
@@ -92,28 +84,56 @@ func newNetwork(ctx context.Context) (*network, error) {
 		return nil, errors.New("no free /24 in 10.200.0.0/13 for the node's bridge")
 	}
 	n := &network{bridge: bridge, prefix: prefix, gw: prefix.Addr().Next(), used: map[netip.Addr]bool{}}
-	for _, args := range [][]string{
-		{"link", "add", bridge, "type", "bridge"},
-		{"addr", "add", netip.PrefixFrom(n.gw, 24).String(), "dev", bridge},
-		{"link", "set", bridge, "up"},
-	} {
-		if err := ipCmd(ctx, args...); err != nil {
-			_ = n.close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("could not create the node's bridge: %w", err)
-		}
+	if err := n.create(); err != nil {
+		_ = n.close()
+		return nil, fmt.Errorf("could not create the node's bridge: %w", err)
 	}
 	return n, nil
 }
 
-// routed reports whether a route of this machine overlaps p.
+// create adds the bridge, gives it the gateway's address and sets it up.
+func (n *network) create() error {
+	attrs := netlink.NewLinkAttrs() // not a zero LinkAttrs: its TxQLen 0 would be sent
+	attrs.Name = n.bridge
+	br := &netlink.Bridge{LinkAttrs: attrs}
+	if err := netlink.LinkAdd(br); err != nil {
+		return fmt.Errorf("could not add bridge %s: %w", n.bridge, err)
+	}
+	if err := netlink.AddrAdd(br, addr(netip.PrefixFrom(n.gw, 24))); err != nil {
+		return fmt.Errorf("could not add %s to %s: %w", n.gw, n.bridge, err)
+	}
+	if err := netlink.LinkSetUp(br); err != nil {
+		return fmt.Errorf("could not set %s up: %w", n.bridge, err)
+	}
+	return nil
+}
+
+// addr is p as netlink adds it. Broadcast is IPv4zero because netlink
+// would otherwise add one for a /24, where ip addr add, which this
+// replaces, adds none.
+func addr(p netip.Prefix) *netlink.Addr {
+	return &netlink.Addr{
+		IPNet:     &net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())},
+		Broadcast: net.IPv4zero,
+	}
+}
+
+// routed reports whether an IPv4 route of the main table overlaps p. The
+// default route does not count: it overlaps everything.
 func routed(p netip.Prefix) bool {
-	out, err := exec.Command("ip", "-4", "route", "show").Output()
-	if err != nil {
+	// An interrupted dump still holds the routes read so far: checking
+	// them beats checking none.
+	routes, err := netlink.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 		return false
 	}
-	for line := range strings.Lines(string(out)) {
-		dst, _, _ := strings.Cut(strings.TrimSpace(line), " ")
-		if r, err := netip.ParsePrefix(dst); err == nil && r.Overlaps(p) {
+	for _, r := range routes {
+		if r.Dst == nil {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(r.Dst.IP)
+		bits, _ := r.Dst.Mask.Size()
+		if ok && bits > 0 && netip.PrefixFrom(ip.Unmap(), bits).Overlaps(p) {
 			return true
 		}
 	}
@@ -121,8 +141,9 @@ func routed(p netip.Prefix) bool {
 }
 
 // removeLeftovers deletes the bridges and namespaces of processes that no
-// longer run (a killed test): their names carry the PID.
-func removeLeftovers(ctx context.Context) {
+// longer run (a killed test): their names carry the PID. A namespace's
+// veth pair goes with it.
+func removeLeftovers() {
 	alive := func(name, prefix string) bool {
 		rest, ok := strings.CutPrefix(name, prefix)
 		if !ok {
@@ -135,24 +156,94 @@ func removeLeftovers(ctx context.Context) {
 		}
 		return syscall.Kill(int(pid), 0) == nil || errors.Is(syscall.Kill(int(pid), 0), syscall.EPERM)
 	}
-	if entries, err := os.ReadDir("/run/netns"); err == nil {
+	if entries, err := os.ReadDir(netnsDir); err == nil {
 		for _, e := range entries {
 			if !alive(e.Name(), "kpn") {
-				_ = ipCmd(ctx, "netns", "del", e.Name())
+				_ = deleteNamespace(e.Name())
 			}
 		}
 	}
 	if links, err := os.ReadDir("/sys/class/net"); err == nil {
 		for _, l := range links {
 			if !alive(l.Name(), "kpb") {
-				_ = ipCmd(ctx, "link", "del", l.Name())
+				_ = deleteLink(l.Name())
 			}
 		}
 	}
 }
 
-func (n *network) close(ctx context.Context) error {
-	return ipCmd(ctx, "link", "del", n.bridge)
+func (n *network) close() error {
+	return deleteLink(n.bridge)
+}
+
+// deleteLink deletes the link called name.
+func deleteLink(name string) error {
+	l, err := netlink.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("could not find link %s: %w", name, err)
+	}
+	if err := netlink.LinkDel(l); err != nil {
+		return fmt.Errorf("could not delete link %s: %w", name, err)
+	}
+	return nil
+}
+
+// netnsDir holds the named network namespaces, where ip netns and package
+// netns keep them.
+const netnsDir = "/run/netns"
+
+// newNamespace creates the named network namespace name, a bind mount in
+// netnsDir as ip netns add makes, and returns a handle to it. Creating it
+// moves the calling thread into it, so that happens on a locked thread of
+// its own which returns to the host's namespace or, if it cannot, dies
+// with its goroutine, as in inNamespace.
+func newNamespace(name string) (netns.NsHandle, error) {
+	type result struct {
+		ns  netns.NsHandle
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		ns, restored, err := createNamespace(name)
+		if restored {
+			runtime.UnlockOSThread()
+		}
+		done <- result{ns, err}
+	}()
+	r := <-done
+	return r.ns, r.err
+}
+
+func createNamespace(name string) (ns netns.NsHandle, restored bool, err error) {
+	host, err := netns.Get()
+	if err != nil {
+		return netns.None(), true, fmt.Errorf("could not open this thread's network namespace: %w", err)
+	}
+	defer host.Close()
+	ns, err = netns.NewNamed(name)
+	// NewNamed can fail after it moved the thread (the file exists, the
+	// bind mount fails): return to the host's namespace in any case.
+	restored = netns.Set(host) == nil
+	if err != nil {
+		return netns.None(), restored, fmt.Errorf("could not create network namespace %s: %w", name, err)
+	}
+	return ns, restored, nil
+}
+
+// deleteNamespace deletes the named network namespace name as ip netns
+// del does. netns.DeleteNamed unmounts and removes the file, but stops if
+// there is no mount (EINVAL): the file of a NewNamed that failed before
+// its bind mount, which is removed all the same.
+func deleteNamespace(name string) error {
+	err := netns.DeleteNamed(name)
+	if errors.Is(err, unix.EINVAL) {
+		err = os.Remove(filepath.Join(netnsDir, name))
+	}
+	if err != nil {
+		return fmt.Errorf("could not delete network namespace %s: %w", name, err)
+	}
+	return nil
 }
 
 // sandbox is a pod's network namespace: its veth pair, its address, and
@@ -160,7 +251,7 @@ func (n *network) close(ctx context.Context) error {
 // address, as kube-proxy would.
 type sandbox struct {
 	net  *network
-	name string // the namespace, in /run/netns
+	name string // the namespace, in netnsDir
 	veth string // the host end
 	ip   netip.Addr
 
@@ -172,6 +263,9 @@ type sandbox struct {
 // and lo holding the API server's Service address, where a forwarder to
 // apiServer listens.
 func (n *network) newSandbox(ctx context.Context, service netip.AddrPort, apiServer string, dial func(context.Context, string) (net.Conn, error)) (*sandbox, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("could not create the pod's network namespace: %w", err)
+	}
 	n.mu.Lock()
 	n.seq++
 	seq := n.seq
@@ -197,21 +291,9 @@ func (n *network) newSandbox(ctx context.Context, service netip.AddrPort, apiSer
 		return nil, fmt.Errorf("no free pod address in %s", n.prefix)
 	}
 	s := &sandbox{net: n, name: fmt.Sprintf("kpn%s-%d", tag, seq), veth: fmt.Sprintf("kpv%s-%d", tag, seq), ip: ip}
-	steps := [][]string{
-		{"netns", "add", s.name},
-		{"link", "add", s.veth, "type", "veth", "peer", "name", "eth0", "netns", s.name},
-		{"link", "set", s.veth, "master", n.bridge, "up"},
-		{"-n", s.name, "link", "set", "lo", "up"},
-		{"-n", s.name, "addr", "add", netip.PrefixFrom(ip, 24).String(), "dev", "eth0"},
-		{"-n", s.name, "link", "set", "eth0", "up"},
-		{"-n", s.name, "route", "add", "default", "via", n.gw.String()},
-		{"-n", s.name, "addr", "add", netip.PrefixFrom(service.Addr(), 32).String(), "dev", "lo"},
-	}
-	for _, args := range steps {
-		if err := ipCmd(ctx, args...); err != nil {
-			s.close(context.WithoutCancel(ctx))
-			return nil, fmt.Errorf("could not create the pod's network namespace: %w", err)
-		}
+	if err := s.create(service.Addr()); err != nil {
+		s.close()
+		return nil, fmt.Errorf("could not create the pod's network namespace: %w", err)
 	}
 	err := s.inNamespace("", func() error {
 		var err error
@@ -219,12 +301,85 @@ func (n *network) newSandbox(ctx context.Context, service netip.AddrPort, apiSer
 		return err
 	})
 	if err != nil {
-		s.close(context.WithoutCancel(ctx))
+		s.close()
 		return nil, fmt.Errorf("could not listen on %s in the pod's network namespace: %w", service, err)
 	}
 	s.fwdDone = make(chan struct{})
 	go s.forward(apiServer, dial)
 	return s, nil
+}
+
+// create makes the sandbox's namespace, plugs it into the node's bridge
+// and configures its interfaces.
+func (s *sandbox) create(service netip.Addr) error {
+	ns, err := newNamespace(s.name)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	if err := s.plug(ns); err != nil {
+		return err
+	}
+	return s.configure(ns, service)
+}
+
+// plug creates the veth pair, eth0 directly in the pod's namespace, and
+// attaches the host end to the node's bridge.
+func (s *sandbox) plug(ns netns.NsHandle) error {
+	bridge, err := netlink.LinkByName(s.net.bridge)
+	if err != nil {
+		return fmt.Errorf("could not find the node's bridge %s: %w", s.net.bridge, err)
+	}
+	attrs := netlink.NewLinkAttrs() // not a zero LinkAttrs: its TxQLen 0 would be sent
+	attrs.Name = s.veth
+	veth := netlink.NewVeth(attrs)
+	veth.PeerName = "eth0"
+	veth.PeerNamespace = netlink.NsFd(ns)
+	if err := netlink.LinkAdd(veth); err != nil {
+		return fmt.Errorf("could not add veth pair %s: %w", s.veth, err)
+	}
+	if err := netlink.LinkSetMaster(veth, bridge); err != nil {
+		return fmt.Errorf("could not attach %s to %s: %w", s.veth, s.net.bridge, err)
+	}
+	if err := netlink.LinkSetUp(veth); err != nil {
+		return fmt.Errorf("could not set %s up: %w", s.veth, err)
+	}
+	return nil
+}
+
+// configure sets lo and eth0 up in the pod's namespace, with the pod's
+// address on eth0, a default route through the node's bridge, and the
+// Service address on lo, where the forwarder listens.
+func (s *sandbox) configure(ns netns.NsHandle, service netip.Addr) error {
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return fmt.Errorf("could not open netlink in the pod's network namespace: %w", err)
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("could not find lo: %w", err)
+	}
+	eth0, err := h.LinkByName("eth0")
+	if err != nil {
+		return fmt.Errorf("could not find eth0: %w", err)
+	}
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"set lo up", func() error { return h.LinkSetUp(lo) }},
+		{"add the pod's address to eth0", func() error { return h.AddrAdd(eth0, addr(netip.PrefixFrom(s.ip, 24))) }},
+		{"set eth0 up", func() error { return h.LinkSetUp(eth0) }},
+		{"add the default route", func() error { return h.RouteAdd(&netlink.Route{Gw: s.net.gw.AsSlice()}) }},
+		{"add the Service address to lo", func() error { return h.AddrAdd(lo, addr(netip.PrefixFrom(service, 32))) }},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			return fmt.Errorf("could not %s: %w", st.what, err)
+		}
+	}
+	return nil
 }
 
 func lastAddr(p netip.Prefix) netip.Addr {
@@ -282,16 +437,24 @@ func closeWrite(c net.Conn) {
 	_ = c.Close()
 }
 
-// close stops the forwarder and deletes the namespace (and with it the
-// veth pair).
-func (s *sandbox) close(ctx context.Context) {
+// close stops the forwarder and deletes the namespace, the veth pair and
+// the bridge's neighbour entry for the pod's address, so that a later pod
+// given the address is not sent to the old MAC address.
+func (s *sandbox) close() {
 	if s.fwd != nil {
 		_ = s.fwd.Close()
 		<-s.fwdDone
 	}
-	_ = ipCmd(ctx, "netns", "del", s.name)
-	_ = ipCmd(ctx, "link", "del", s.veth) // gone with the namespace, unless it was never moved
-	_ = ipCmd(ctx, "neigh", "del", s.ip.String(), "dev", s.net.bridge)
+	_ = deleteNamespace(s.name)
+	// The pair goes with the namespace, but the kernel frees a namespace
+	// later, and not at all while something still holds it: delete the host
+	// end now, unless it is gone already (or was never made).
+	if veth, err := netlink.LinkByName(s.veth); err == nil {
+		_ = netlink.LinkDel(veth)
+	}
+	if bridge, err := netlink.LinkByName(s.net.bridge); err == nil {
+		_ = netlink.NeighDel(&netlink.Neigh{LinkIndex: bridge.Attrs().Index, IP: s.ip.AsSlice()})
+	}
 	s.net.mu.Lock()
 	delete(s.net.used, s.ip)
 	s.net.mu.Unlock()
@@ -328,7 +491,7 @@ func (s *sandbox) enter(hostname string, fn func() error) (restored bool, err er
 		return true, fmt.Errorf("could not open this thread's UTS namespace: %w", err)
 	}
 	defer hostUTS.Close()
-	podNet, err := os.Open(filepath.Join("/run/netns", s.name))
+	podNet, err := os.Open(filepath.Join(netnsDir, s.name))
 	if err != nil {
 		return true, fmt.Errorf("could not open the pod's network namespace: %w", err)
 	}

@@ -130,7 +130,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	n.env = envSources{client: client, allocatable: capacity}
 	n.volumes = volumes{client: client, env: n.env}
 	if err := n.register(ctx, v.GitVersion, capacity); err != nil {
-		_ = n.net.close(context.WithoutCancel(ctx))
+		_ = n.net.close()
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
@@ -386,7 +386,7 @@ func (n *Node) Stop(ctx context.Context) error {
 		if derr := n.client.CoreV1().Nodes().Delete(ctx, n.opts.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
 			err = fmt.Errorf("procnode: could not delete node %s: %w", n.opts.Name, derr)
 		}
-		if nerr := n.net.close(ctx); nerr != nil && err == nil {
+		if nerr := n.net.close(); nerr != nil && err == nil {
 			err = fmt.Errorf("procnode: %w", nerr)
 		}
 		if n.ownDir {

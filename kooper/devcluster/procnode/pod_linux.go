@@ -512,7 +512,7 @@ func (r *podRunner) deletePod(ctx context.Context) {
 
 func (r *podRunner) teardown() {
 	if r.sb != nil {
-		r.sb.close(context.Background())
+		r.sb.close()
 	}
 	for _, c := range r.containers {
 		_ = os.RemoveAll(c.rootfs)

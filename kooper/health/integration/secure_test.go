@@ -58,9 +58,6 @@ func bind(t *testing.T, client kubernetes.Interface, name, role, ns, sa string) 
 // the others; the operator reviews tokens with its own ServiceAccount,
 // bound to system:auth-delegator only. /healthz and /readyz stay plain.
 func TestSecureMetricsServeOnlyAuthorizedTokens(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
 	ns, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "metrics-"}}, metav1.CreateOptions{})

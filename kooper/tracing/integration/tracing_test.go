@@ -29,9 +29,6 @@ func TestMain(m *testing.M) {
 // One real handling, which reads and updates its ConfigMap through an
 // instrumented client, is one span with the API calls as its children.
 func TestAHandlingIsASpanWithItsAPICallsAsChildren(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))

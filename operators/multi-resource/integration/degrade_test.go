@@ -24,7 +24,6 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/internal/rbactest"
@@ -64,9 +63,6 @@ const (
 // LimitRange controller's open watch goes on (its list or watch fails only
 // when it restarts one, every 5 to 10 minutes).
 func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	e2eManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())

@@ -23,7 +23,6 @@ import (
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/kooper/tracing"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
@@ -35,9 +34,6 @@ import (
 // election, against a control plane whose garbage collector and namespace
 // controller do all the deleting.
 func TestTenantsEndToEnd(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	e2eManifests(t)
 	adminCfg := rest.CopyConfig(cluster.Config())

@@ -27,9 +27,6 @@ import (
 // here the Tenant CRD is not installed yet and the ServiceAccount lacks the
 // LimitRange rule. (A fresh control plane: the other tests install the CRD.)
 func TestEveryLogLineIsJSONAndNamesTheResource(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	bare, err := devcluster.Start(ctx, devcluster.Options{BinDir: cluster.BinDir()})
 	if err != nil {

@@ -79,9 +79,6 @@ func TestRBACRolesGrantExactlyWhatIsNeeded(t *testing.T) {
 // Applied with kubectl, the manifests let the ServiceAccount do every needed
 // verb and refuse others (checked by SubjectAccessReviews as the account).
 func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
 	groups := rbactest.ServiceAccountGroups(operator.DefaultNamespace)
@@ -112,9 +109,6 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 // policies let it write only tenant namespaces (named tenant-*) and those
 // kinds only in them, and bind only the ClusterRole admin.
 func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
@@ -374,9 +368,6 @@ func TestRBACDeploymentIsHardened(t *testing.T) {
 // The API server accepts the Deployment (server-side dry run: nothing runs)
 // once the namespace and ServiceAccount exist.
 func TestRBACDeployManifestsApply(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
 	rbacKubectl(t, "apply", "--dry-run=server", "-k", rbacDeployDir)
 }
@@ -393,9 +384,6 @@ var rbacMetricsReader = []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics
 func TestRBACMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T) {
 	if got := rbactest.ReadRules(t, filepath.Join(rbacManifestsDir, "metrics_reader_role.yaml")); !reflect.DeepEqual(got, rbacMetricsReader) {
 		t.Errorf("metrics_reader_role.yaml: got rules %+v\nwant exactly %+v", got, rbacMetricsReader)
-	}
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
 	}
 	rbacKubectl(t, "apply", "-k", rbacManifestsDir)
 	client := kubernetes.NewForConfigOrDie(cluster.Config())

@@ -19,7 +19,6 @@ import (
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/operator"
@@ -36,9 +35,6 @@ import (
 // what keeps them from running privileged or hostPath pods (and so from
 // taking over a node). The API server's PodSecurity admission enforces it.
 func TestSecurityTenantNamespacesEnforcePodSecurity(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	kube, tenants := securityClients(t)
 	securityOperator(t)
@@ -122,9 +118,6 @@ func TestSecurityTenantNamespacesEnforcePodSecurity(t *testing.T) {
 // namespace to people: no Kubernetes identities or groups as admins
 // (system:authenticated is every user), no privileged Pod Security level.
 func TestSecurityTheAPIServerRefusesEscalatingTenants(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	_, tenants := securityClients(t)
 	const systemMsg = "admins must not name a system: user or group"
@@ -165,9 +158,6 @@ func TestSecurityTheAPIServerRefusesEscalatingTenants(t *testing.T) {
 // Tenant (another UID): the operator, which made the namespace and still
 // remembers it, must not hand it over nor bind the new admins in it.
 func TestSecurityANewTenantOfTheSameNameNeverTakesOverTheNamespace(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	kube, tenants := securityClients(t)
 	securityOperator(t)
@@ -254,9 +244,6 @@ func TestSecurityANewTenantOfTheSameNameNeverTakesOverTheNamespace(t *testing.T)
 // collector deletes it: the new Tenant waits for that (NamespaceDeleting),
 // never adopts it, and gets a namespace of its own once it is gone.
 func TestSecurityATenantMadeAgainAtOnceWaitsForItsOldNamespace(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	kube, tenants := securityClients(t)
 	securityOperator(t)

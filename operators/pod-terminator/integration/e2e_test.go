@@ -22,7 +22,6 @@ import (
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
@@ -36,9 +35,6 @@ const crdDir = "../../../manifests/crds"
 // election and the webhook on, against a Deployment whose pods the
 // ReplicaSet controller re-creates.
 func TestThePodTerminatorEndToEnd(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())

@@ -18,7 +18,6 @@ import (
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -28,9 +27,6 @@ import (
 // standby takes over and carries on from the status: no period is run twice,
 // and the counts still agree.
 func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())

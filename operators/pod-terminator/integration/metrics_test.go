@@ -6,7 +6,6 @@ import (
 
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -18,9 +17,6 @@ import (
 // (system:auth-delegator, kooper-pod-terminator-metrics-reader), has the
 // API server review each token. /healthz and /readyz stay plain.
 func TestSecureMetricsAreServedToPrometheusOnly(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	applyManifests(t)
 	httpAddr, secureAddr := e2etest.FreeAddr(t), e2etest.FreeAddr(t)
 	cfg := operator.Config{

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/kube"
 )
@@ -21,9 +20,6 @@ import (
 // neither evicted nor deleted: the UID precondition protects it (fakes
 // ignore preconditions).
 func TestAReplacedPodIsNotDeleted(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	for _, m := range []chaos.Method{chaos.Evict, chaos.Delete} {
 		t.Run(map[chaos.Method]string{chaos.Evict: "evict", chaos.Delete: "delete"}[m], func(t *testing.T) {
 			testReplacedPod(t, m)

@@ -23,7 +23,6 @@ import (
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -35,9 +34,6 @@ import (
 // updated and deleted, and the operator adds and removes its finalizer:
 // with failurePolicy Fail, not one of those admission calls may be refused.
 func TestWebhookCertificateRotatesWithoutRefusedCalls(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())

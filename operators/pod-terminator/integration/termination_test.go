@@ -24,7 +24,6 @@ import (
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
@@ -105,9 +104,6 @@ func readyCondition(t *testing.T, name string) metav1.Condition {
 // neither keep the minimum nor are chosen. 3 Ready and 3 never-Ready pods,
 // 100% with a minimum of 2: exactly 1 goes, a Ready one.
 func TestOnlyReadyPodsAreCountedAndTerminated(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
@@ -188,9 +184,6 @@ func TestOnlyReadyPodsAreCountedAndTerminated(t *testing.T) {
 // protects are left, reported in status and in a Warning Event, and tried
 // again next period. Delete ignores the budget.
 func TestADisruptionBudgetHoldsEvictionsButNotDeletes(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
@@ -286,9 +279,6 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // A broad selector (every namespace) is read in pages of PageSize running
 // pods, and more pages than MaxPages fail the period with a clear error.
 func TestPodsAreListedInBoundedPages(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
 	ns := createNamespace(t, admin, "paged-")

@@ -23,7 +23,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/internal/rbactest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -38,9 +37,6 @@ const vapPolicy = "kooper-pod-terminator-ca-bundle-only"
 // change nothing else: the RBAC allows update, the admission policy refuses
 // every other change. An admin is not restricted.
 func TestTheServiceAccountMayChangeOnlyTheCABundle(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	applyKustomizations(t, rbacDir)
 	adminClient := kubernetes.NewForConfigOrDie(cluster.Config())

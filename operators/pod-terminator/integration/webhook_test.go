@@ -17,7 +17,6 @@ import (
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	chaosclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -27,9 +26,6 @@ import (
 // lets a user create or retarget a PodTerminator only where that user may
 // delete pods (no confused deputy), and never in a protected namespace.
 func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
@@ -117,9 +113,6 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 // The CRD schema bounds spec.namespaces: at most 64 entries, each a
 // namespace name. The API server refuses before any webhook is called.
 func TestTheSchemaBoundsTheNamespaces(t *testing.T) {
-	if cluster == nil {
-		t.Skip(devcluster.SkipHint)
-	}
 	ctx := context.Background()
 	applyManifests(t)
 	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// fakeBin makes a directory of executables with the given names.
+func fakeBin(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, n := range names {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+func TestLinkCommands(t *testing.T) {
+	tests := []struct {
+		name    string
+		have    []string
+		want    []string // linked
+		wantErr string
+	}{
+		{name: "the required commands and the basics found", have: append(slices.Clone(required), "sh", "git", "promtool", "ip"),
+			want: append(slices.Clone(required), "sh", "git")},
+		{name: "gcc missing", have: []string{"go", "gofmt", "make", "as", "ld", "sh"}, wantErr: "gcc is not on this machine's PATH"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := fakeBin(t, tt.have...)
+			dir := filepath.Join(t.TempDir(), "path")
+			got, err := linkCommands(dir, src)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want an error saying %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("linked %v, want %v", got, tt.want)
+			}
+			entries, _ := os.ReadDir(dir)
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			for _, name := range absent {
+				if slices.Contains(names, name) {
+					t.Errorf("%s was linked", name)
+				}
+			}
+		})
+	}
+}
+
+// The new user's PATH finds none of the absent tools, even when this
+// machine's PATH has them, and the check would see one that got there.
+func TestTheAbsentToolsAreNotFound(t *testing.T) {
+	if lookPath("sh", os.Getenv("PATH")) == "" {
+		t.Skip("no sh on this machine's PATH")
+	}
+	t.Setenv("PATH", os.Getenv("PATH")+string(os.PathListSeparator)+fakeBin(t, absent...))
+	w := &checker{tmp: t.TempDir()}
+	if err := w.environment(filepath.Join(w.tmp, "home")); err != nil {
+		t.Fatalf("a tool on this machine's PATH leaked into the new user's: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(w.pathDir, "promtool"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.checkAbsent(); err == nil || !strings.Contains(err.Error(), "promtool is on the new user's PATH") {
+		t.Errorf("got %v, want an error saying promtool is on the PATH", err)
+	}
+}
+
+func TestSkipped(t *testing.T) {
+	tests := []struct {
+		line string
+		want string
+	}{
+		{line: "--- SKIP: TestA (0.00s)", want: "TestA"},
+		{line: "    --- SKIP: TestA/sub_test (0.01s)", want: "TestA/sub_test"},
+		{line: "    e2e_test.go:95: --- SKIP: TestNested (0.00s)", want: "TestNested"},
+		{line: "--- PASS: TestA (0.00s)"},
+		{line: "ok  \tgithub.com/kooperkit/kooper/hack/tools\t0.05s"},
+	}
+	for _, tt := range tests {
+		got, ok := skipped(tt.line)
+		if ok != (tt.want != "") || got != tt.want {
+			t.Errorf("skipped(%q) = %q, %v; want %q", tt.line, got, ok, tt.want)
+		}
+	}
+}
