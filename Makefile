@@ -206,7 +206,7 @@ prometheus: $(PROMETHEUS_DIR)/promtool ## Build promtool and prometheus (pinned)
 # One go install for both: they share most packages, compiled once.
 $(PROMETHEUS_DIR)/promtool:
 	@GO="$(GO)" CGO_ENABLED=0 STAMP=github.com/prometheus/common/version.Version \
-		hack/tools/install.sh "$(@D)" "about 3 minutes on 2 cores" -tags remove_all_sd \
+		hack/tools/install.sh "$(@D)" "about 2.5 minutes on 2 cores" -tags remove_all_sd \
 		github.com/prometheus/prometheus/cmd/promtool@$(PROMETHEUS_VERSION) github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
 
 .PHONY: generate

@@ -168,7 +168,7 @@ func nextSteps(op operator) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\noperator %s is ready: see operators/%s/README.md. Try it:\n\n", op.Name, op.Name)
 	fmt.Fprintf(&b, "  make controlplane prometheus        # once: the tools its integration tests use, cached\n")
-	fmt.Fprintf(&b, "  go test -race ./operators/%s/...   # the first -race compile takes about 4 minutes on 2 cores\n", op.Name)
+	fmt.Fprintf(&b, "  go test -race ./operators/%s/...   # the first -race build: about 3 minutes on 2 cores\n", op.Name)
 	fmt.Fprintf(&b, "  go run ./operators/%[1]s/cmd/%[1]s -kubeconfig .devcluster/kubeconfig -leader-elect=false   # with make devcluster running\n", op.Name)
 	fmt.Fprintf(&b, "\nNot wired yet (edit these by hand):\n")
 	for _, todo := range op.todos() {
