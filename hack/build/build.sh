@@ -27,4 +27,7 @@ output="$1"
 shift
 
 export CGO_ENABLED=0
-exec "${GO:-go}" build -trimpath -ldflags "-s -w -X main.version=${VERSION:-dev}" -o "${output}" "$@"
+# From empty caches the build is silent for minutes: progress.sh says every
+# 30 s that it goes on.
+exec "$(dirname "${BASH_SOURCE[0]}")/../tools/progress.sh" build \
+	"${GO:-go}" build -trimpath -ldflags "-s -w -X main.version=${VERSION:-dev}" -o "${output}" "$@"

@@ -88,32 +88,16 @@ complete() {
 }
 
 tmp=
-heartbeat=
 cleanup() {
-	if [[ -n $heartbeat ]]; then kill "$heartbeat" 2>/dev/null || true; fi
 	if [[ -n $tmp ]]; then rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# compile runs "$@" (a go build or go install, silent for minutes) printing a
-# heartbeat every 30 s. The heartbeat's sleep does not hold stdout, so a pipe
-# such as `make controlplane | tee log` closes as soon as the build ends.
-compile() {
-	local start=$SECONDS status=0
-	(
-		while sleep 30 >/dev/null 2>&1; do
-			say "still compiling… $((SECONDS - start))s"
-		done
-	) &
-	heartbeat=$!
-	"$@" || status=$?
-	kill "$heartbeat" 2>/dev/null || true
-	wait "$heartbeat" 2>/dev/null || true
-	heartbeat=
-	return "$status"
-}
+# compile runs "$@" (a go build or go install, silent for minutes), printing
+# a line every 30 s (hack/tools/progress.sh).
+compile() { "$root/hack/tools/progress.sh" controlplane "$@"; }
 
 # newdir creates an empty directory inside the cache for a build in progress:
 # it is renamed into place only when complete, so an interrupted build never

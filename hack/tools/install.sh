@@ -11,7 +11,8 @@
 # path of a string variable (github.com/prometheus/common/version.Version),
 # they carry the version of the last PKG@VERSION in it, for their --version. The commands are built into a temporary directory next to
 # DIR, renamed into place only when all are built: an interrupted build leaves
-# no half set behind. A heartbeat every 30 s shows the build is alive.
+# no half set behind. A line every 30 s shows the build is alive
+# (progress.sh).
 set -euo pipefail
 
 if [[ $# -lt 3 ]]; then
@@ -30,12 +31,7 @@ mkdir -p "$parent"
 # Leftovers of builds killed more than a day ago.
 find "$parent" -maxdepth 1 -name '.tmp-*' -mmin +1440 -exec rm -rf {} + 2>/dev/null || true
 tmp=$(mktemp -d "$parent/.tmp-$(basename "$dir").XXXXXX")
-heartbeat=
-cleanup() {
-	if [[ -n $heartbeat ]]; then kill "$heartbeat" 2>/dev/null || true; fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'rm -rf "$tmp"' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -51,18 +47,7 @@ ldflags="-s -w"
 if [[ -n ${STAMP:-} ]]; then ldflags+=" -X $STAMP=$version"; fi
 say "building ${names[*]} from the Go module proxy into $dir (first time: $about)…"
 start=$SECONDS
-# The heartbeat's sleep does not hold stdout, so a pipe such as
-# `make test | tee log` closes as soon as the build ends.
-(
-	while sleep 30 >/dev/null 2>&1; do
-		say "still building… $((SECONDS - start))s"
-	done
-) &
-heartbeat=$!
-GOBIN=$tmp "$go" install -trimpath -ldflags "$ldflags" "$@"
-kill "$heartbeat" 2>/dev/null || true
-wait "$heartbeat" 2>/dev/null || true
-heartbeat=
+GOBIN=$tmp "$(dirname "$0")/progress.sh" tools "$go" install -trimpath -ldflags "$ldflags" "$@"
 chmod 755 "$tmp"
 rm -rf "$dir"
 mv "$tmp" "$dir"
