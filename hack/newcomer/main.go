@@ -250,8 +250,9 @@ func lookPath(name, path string) string {
 	return ""
 }
 
-// firstEvent marks the line hack/run prints for each PodTerminator Event.
-const firstEvent = "PodTerminator "
+// eventPattern matches the line make run prints for each PodTerminator
+// Event: "[events] PodTerminator kooper-demo-victims: Terminated ...".
+var eventPattern = regexp.MustCompile(`^\[events\] PodTerminator \S+: `)
 
 // makeRun runs make run in a terminal of its own, as a user types it, until
 // the first PodTerminator Event, types Ctrl-C and waits for the end, then
@@ -289,8 +290,8 @@ func (w *checker) makeRun(ctx context.Context, timeout time.Duration) error {
 		for sc.Scan() {
 			line := strings.TrimRight(sc.Text(), "\r")
 			fmt.Fprintln(log, line)
-			fmt.Fprintln(w.out, "  make run | "+line)
-			if strings.HasPrefix(line, firstEvent) {
+			fmt.Fprintf(w.out, "  make run %s | %s\n", clock(time.Since(began)), line)
+			if eventPattern.MatchString(line) {
 				select {
 				case event <- line:
 				default:
@@ -381,7 +382,7 @@ func (w *checker) makeTest(ctx context.Context, timeout time.Duration) error {
 			if s, ok := skipped(line); ok {
 				skips = append(skips, s)
 				skip = len(skips) - 1
-				fmt.Fprintln(w.out, "  make test | "+line)
+				fmt.Fprintf(w.out, "  make test %s | %s\n", clock(time.Since(began)), line)
 				continue
 			}
 			if skip >= 0 && strings.HasPrefix(line, "    ") && !strings.Contains(skips[skip], " — ") {
@@ -389,7 +390,7 @@ func (w *checker) makeTest(ctx context.Context, timeout time.Duration) error {
 			}
 			skip = -1
 			if shown(line) {
-				fmt.Fprintln(w.out, "  make test | "+line)
+				fmt.Fprintf(w.out, "  make test %s | %s\n", clock(time.Since(began)), line)
 			}
 		}
 		_, _ = io.Copy(io.Discard, pr)
@@ -527,6 +528,11 @@ func status(err error) string {
 		return "exit status 0"
 	}
 	return err.Error()
+}
+
+// clock is d as minutes and seconds, for the lines shown.
+func clock(d time.Duration) string {
+	return fmt.Sprintf("%02d:%02d", int(d.Minutes()), int(d.Seconds())%60)
 }
 
 func round(d time.Duration) time.Duration { return d.Round(time.Second) }
