@@ -104,13 +104,18 @@ test-unit: prometheus ## Unit tests and examples with the race detector (fast, n
 	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 
 .PHONY: test-integration
-test-integration: build prometheus ## Integration tests against a local control plane (built first if missing), then, at once, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
+test-integration: build prometheus ## Integration tests against a local control plane (built first if missing), then, at once, the dashboards against a real Prometheus, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
 	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
+	@# Three runs on control planes of their own, side by side (their
+	@# binaries are built above); each one's output shows when it ends.
+	@$(MAKE) --no-print-directory -j3 --output-sync=target _test-grafana _test-skew _test-faults
+
+# _test-grafana runs grafana/'s integration test: the operators under a real
+# Prometheus, every panel and alert evaluated.
+.PHONY: _test-grafana
+_test-grafana:
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -count=1 ./integration
-	@# Two control planes of their own, side by side (their binaries are
-	@# built above); each one's output shows when it ends.
-	@$(MAKE) --no-print-directory -j2 --output-sync=target _test-skew _test-faults
 
 # REPEAT is how many times make test-repeat runs each integration test. A
 # package's TestMain starts one control plane per go test process, so each
