@@ -52,7 +52,9 @@ help: ## List the targets.
 .PHONY: run
 run: build ## Start a local control plane with the sample programs at work; Ctrl-C stops it. RUN_ARGS: '-kubeconfig PATH' an existing cluster instead, '-nodes N' kwok nodes (3), '-duration 2m' stop by itself after 2m.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
-	$(GO) run ./hack/run $(RUN_ARGS)
+	@# Built, not go run: its first compile takes a minute, shown as it goes.
+	@GO="$(GO)" hack/build/build.sh bin/run ./hack/run
+	bin/run $(RUN_ARGS)
 
 # The dev cluster keeps its kubeconfig and pid file in .devcluster/ (hack/devcluster).
 .PHONY: devcluster
