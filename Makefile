@@ -101,6 +101,9 @@ FAULTS := cd faults &&
 .PHONY: test-unit
 test-unit: prometheus ## Unit tests and examples with the race detector (fast, no cluster; promtool checks the alerting rules).
 	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
+	@# Allocation counts, which the race detector changes: those tests are
+	@# built without it only (//go:build !race).
+	$(GO) test $(TESTFLAGS) -count=1 -run 'DoesNotAllocate' ./kooper/metrics/prometheus/
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
 	$(CRDCHECK) $(GO) test $(TESTFLAGS) -count=1 ./...
 	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...

@@ -1,0 +1,33 @@
+//go:build !race
+
+package prometheus_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/kooperkit/kooper/kooper/controller"
+	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+)
+
+// Not built with the race detector, which changes allocation counts: make
+// test-unit runs it in a go test of its own, without -race.
+func TestRecordingDoesNotAllocate(t *testing.T) {
+	rec, _ := newRecorder(t, kooperprom.Options{})
+	name := "pods"
+	rec.IncRetry(name) // the first call creates the series
+
+	got := testing.AllocsPerRun(100, func() {
+		rec.IncQueuedEvent(name, controller.SourceChange)
+		rec.IncQueuedEvent(name, controller.SourceEnqueue)
+		rec.ObserveQueueWait(name, time.Millisecond)
+		rec.ObserveHandling(name, false, time.Millisecond)
+		rec.IncRetry(name)
+		rec.IncDropped(name, controller.DropReasonMaxRetries)
+		rec.IncPanic(name)
+		rec.AddQueueLength(name, 1)
+	})
+	if got != 0 {
+		t.Errorf("got %v allocations per run, want 0", got)
+	}
+}

@@ -1,5 +1,0 @@
-//go:build race
-
-package prometheus_test
-
-func init() { raceEnabled = true }
