@@ -21,7 +21,6 @@ import (
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
-
 // newRecorder returns a Recorder on a fresh registry.
 func newRecorder(t *testing.T, opts kooperprom.Options) (*kooperprom.Recorder, *prometheus.Registry) {
 	t.Helper()
