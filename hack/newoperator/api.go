@@ -202,6 +202,13 @@ const (
 	ReasonConflict = "Conflict"
 `)
 	}
+	if op.servesNamespaces() {
+		f.code(`	// ReasonNotServed: the $Kind is in a namespace the operator does not
+	// serve (its -served-namespaces): it makes no children there, where its
+	// RBAC lets it write nothing.
+	ReasonNotServed = "NotServed"
+`)
+	}
 	f.code(")\n")
 	return f
 }

@@ -135,6 +135,47 @@ func (h *Handler) serviceAccount(ctx context.Context, $v *$Alias.$Kind) (bool, e
 	})
 }
 `)
+		case "Role":
+			f.code(`// role makes $v's Role match $v: it lets whoever it is bound to list and
+// watch $Plural. RBAC lets the operator grant only what it holds itself
+// (list and watch of $Plural); the admission policy
+// (manifests/rbac/$Name/children_policy.yaml) refuses any rule on another
+// API group.
+func (h *Handler) role(ctx context.Context, $v *$Alias.$Kind) (bool, error) {
+	want := &rbacv1.Role{
+		ObjectMeta: h.meta($v),
+		Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{$Alias.GroupName},
+			Resources: []string{"$plural"},
+			Verbs:     []string{"list", "watch"},
+		}},
+	}
+	return ensure(ctx, h, "Role", $v, h.Kube.RbacV1().Roles(want.Namespace), want, func(got *rbacv1.Role) {
+		got.Rules = want.Rules
+	})
+}
+`)
+		case "RoleBinding":
+			subject := "a ServiceAccount named after $v in its namespace (yours to make)"
+			if op.owns("ServiceAccount") {
+				subject = "$v's ServiceAccount"
+			}
+			f.printf(`// roleBinding makes $v's RoleBinding match $v: it binds $v's Role to
+// %s. The admission policy refuses a binding
+// to another role or to a subject other than a ServiceAccount of its
+// namespace.
+func (h *Handler) roleBinding(ctx context.Context, $v *$Alias.$Kind) (bool, error) {
+	meta := h.meta($v)
+	want := &rbacv1.RoleBinding{
+		ObjectMeta: meta,
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: meta.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: meta.Name, Namespace: meta.Namespace}},
+	}
+	return ensure(ctx, h, "RoleBinding", $v, h.Kube.RbacV1().RoleBindings(want.Namespace), want, func(got *rbacv1.RoleBinding) {
+		got.Subjects = want.Subjects // the role cannot change: it was set at creation
+	})
+}
+`, subject)
 		case "Service":
 			what := "pods labelled OwnerLabel=<name>, yours"
 			if op.owns("Deployment") {

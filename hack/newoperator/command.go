@@ -44,6 +44,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		f.code(`		children    = fs.String("child-namespace", operator.DefaultChildNamespace, "where the objects each $Kind owns are made (the operator's RBAC must allow it)")
 `)
 	}
+	if op.servesNamespaces() {
+		f.code(`		served      = fs.String("served-namespaces", operator.DefaultServedNamespaces, "comma-separated namespaces whose $Plural get their children (the operator needs a Role in each: manifests/rbac/$Name/children_role.yaml)")
+`)
+	}
 	f.code(`		resync      = fs.Duration("resync", operator.DefaultResync, "how often every $Kind is handled again anyway (changes are seen as they happen)")
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		logFormat   = fs.String("log-format", "text", "text or json")
@@ -81,6 +85,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 `)
 	if op.Cluster && len(op.Owns) > 0 {
 		f.code("\t\tChildNamespace: *children,\n")
+	}
+	if op.servesNamespaces() {
+		f.code("\t\tServedNamespaces: strings.Split(*served, \",\"),\n")
 	}
 	f.code(`		Resync:                *resync,
 		HTTPAddr:              *httpAddr,

@@ -26,6 +26,7 @@ var packages = map[string]string{
 	"equality": "k8s.io/apimachinery/pkg/api/equality", "resource": "k8s.io/apimachinery/pkg/api/resource",
 	"runtime": "k8s.io/apimachinery/pkg/runtime", "schema": "k8s.io/apimachinery/pkg/runtime/schema",
 	"watch": "k8s.io/apimachinery/pkg/watch", "intstr": "k8s.io/apimachinery/pkg/util/intstr",
+	"validation": "k8s.io/apimachinery/pkg/util/validation",
 	"kubernetes": "k8s.io/client-go/kubernetes", "kubefake": "k8s.io/client-go/kubernetes/fake",
 	"clientgoscheme": "k8s.io/client-go/kubernetes/scheme", "metadata": "k8s.io/client-go/metadata",
 	"rest": "k8s.io/client-go/rest", "k8stesting": "k8s.io/client-go/testing", "ptr": "k8s.io/utils/ptr",

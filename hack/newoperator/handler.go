@@ -73,6 +73,13 @@ type Handler struct {
 	ChildNamespace string
 `)
 	}
+	if op.servesNamespaces() {
+		f.code(`	// ServedNamespaces are the namespaces whose $Plural get children: the
+	// operator's RBAC lets it read and write them there only. A $Kind
+	// elsewhere is not Ready, with reason NotServed. Required.
+	ServedNamespaces []string
+`)
+	}
 	f.code(`	// FieldManager names the operator in the managedFields of what it
 	// writes. Required.
 	FieldManager string
@@ -133,7 +140,7 @@ func (h *Handler) Handle(ctx context.Context, $v *$Alias.$Kind) error {
 	if $v.DeletionTimestamp != nil {
 		return nil // the garbage collector deletes the children
 	}
-	var failed, conflicts []error
+` + notServed(op) + `	var failed, conflicts []error
 	for _, c := range h.children() {
 		created, err := c.ensure(ctx, $v)
 		switch {
@@ -250,4 +257,20 @@ func (noEvents) Normal(runtime.Object, string, string, ...any)  {}
 func (noEvents) Warning(runtime.Object, string, string, ...any) {}
 `)
 	return f
+}
+
+// notServed is Handle's check that the operator serves $v's namespace.
+func notServed(op operator) string {
+	if !op.servesNamespaces() {
+		return ""
+	}
+	return `	if !slices.Contains(h.ServedNamespaces, $v.Namespace) {
+		msg := fmt.Sprintf("the $Name operator serves namespaces %s only, not %s: add it to its -served-namespaces and give it a Role there (manifests/rbac/$Name)",
+			strings.Join(h.ServedNamespaces, ", "), $v.Namespace)
+		if err := h.setStatus(ctx, $v, metav1.ConditionFalse, $Alias.ReasonNotServed, msg); err != nil {
+			return err
+		}
+		return controller.Terminal(errors.New(msg))
+	}
+`
 }

@@ -24,6 +24,17 @@ var testDrift = map[string]struct{ drifted, asked string }{
 		return mount != nil && !*mount
 	}`,
 	},
+	"Role": {
+		drifted: `&rbacv1.Role{ObjectMeta: meta}`,
+		asked:   `func(o metav1.Object) bool { return len(o.(*rbacv1.Role).Rules) == 1 }`,
+	},
+	"RoleBinding": {
+		drifted: `&rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "demo"}}`,
+		asked: `func(o metav1.Object) bool {
+		s := o.(*rbacv1.RoleBinding).Subjects
+		return len(s) == 1 && s[0].Kind == rbacv1.ServiceAccountKind && s[0].Name == "demo"
+	}`,
+	},
 	"Service": {
 		drifted: `&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8080}}}}`,
 		asked: `func(o metav1.Object) bool {
@@ -88,11 +99,11 @@ func (e *events) Warning(_ runtime.Object, reason, _ string, _ ...any) {
 `, nsField, ns)
 
 	newHandler := `&handler.Handler{Client: client, FieldManager: "test", Events: ev}`
-	if len(op.Owns) > 0 {
-		newHandler = `&handler.Handler{Client: client, Kube: kube, FieldManager: "test", Events: ev}`
-		if op.Cluster {
-			newHandler = `&handler.Handler{Client: client, Kube: kube, ChildNamespace: childNamespace, FieldManager: "test", Events: ev}`
-		}
+	switch {
+	case len(op.Owns) > 0 && op.Cluster:
+		newHandler = `&handler.Handler{Client: client, Kube: kube, ChildNamespace: childNamespace, FieldManager: "test", Events: ev}`
+	case len(op.Owns) > 0:
+		newHandler = `&handler.Handler{Client: client, Kube: kube, ServedNamespaces: []string{namespace}, FieldManager: "test", Events: ev}`
 	}
 
 	if len(op.Owns) == 0 {
@@ -318,6 +329,30 @@ func TestAHandlingThatFindsEverythingInPlaceWritesNothing(t *testing.T) {
 	}
 }
 `)
+	if op.servesNamespaces() {
+		f.code(`
+// A $Kind in a namespace the operator does not serve gets no children: it
+// is not Ready, with reason NotServed, and the error is terminal.
+func TestANamespaceNotServedGetsNoChildren(t *testing.T) {
+	client := fake.NewClientset(demo())
+	kube := kubefake.NewClientset()
+	ev := &events{}
+	h := &handler.Handler{Client: client, Kube: kube, ServedNamespaces: []string{"elsewhere"}, FieldManager: "test", Events: ev}
+	if err := h.Handle(context.Background(), demo()); !controller.IsTerminal(err) {
+		t.Errorf("got error %v, want a terminal error", err)
+	}
+	if c, _ := status.Get(stored(t, client).Status.Conditions, $Alias.ConditionReady); c.Status != metav1.ConditionFalse || c.Reason != $Alias.ReasonNotServed {
+		t.Errorf("got Ready %+v, want False with reason NotServed", c)
+	}
+	if objs := children(t, kube); len(objs) > 0 {
+		t.Errorf("got children %v, want none", objs)
+	}
+	if !slices.Equal(ev.reasons, []string{$Alias.ReasonNotServed}) {
+		t.Errorf("got events %q, want one NotServed", ev.reasons)
+	}
+}
+`)
+	}
 	if !op.Cluster {
 		// A namespaced $Kind's children are in its namespace.
 		body := strings.ReplaceAll(f.body.String(), "childNamespace", "namespace")

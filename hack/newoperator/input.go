@@ -163,6 +163,9 @@ func (in input) validate(repo repo) (operator, []string) {
 			seen[k] = true
 		}
 	}
+	if seen["RoleBinding"] && !seen["Role"] {
+		add("-owns: RoleBinding binds the Role of the same name, which the %s owns too: add Role", in.Kind)
+	}
 	for _, k := range knownKinds {
 		if seen[k.Kind] {
 			op.Owns = append(op.Owns, k)
@@ -267,16 +270,16 @@ func (o operator) v() string {
 // packages it imports: the custom resource's variable must be none of them.
 // A test renders every shape of operator and fails on one missing here.
 var generatedIdents = []string{
-	"a", "account", "app", "args", "asked", "before", "began", "body", "burst", "c", "cancel", "cfg", "child", "children",
+	"a", "account", "app", "args", "change", "asked", "before", "began", "body", "burst", "c", "cancel", "cfg", "child", "children",
 	"client", "cluster", "conflicts", "controlled", "cr", "created", "crs", "ctrl", "ctrls", "ctx", "cur", "d",
 	"defaults", "deleting", "demo", "denied", "deployment", "e", "ensure", "err", "errs", "ev", "events", "existing",
 	"failed", "file", "fs", "got", "groups", "h", "i", "k", "key", "kind", "kube", "kubeconfig", "kubectl", "l",
 	"labels", "list", "logger", "m", "managed", "md", "meta", "messages", "mine", "mount", "msg", "msgs", "n",
 	"name", "namespace", "needed", "now", "ns", "o", "obj", "object", "objs", "obs", "ok", "old", "opts",
-	"out", "pod", "pods", "pprof", "primary", "ps", "qps", "ready", "reason", "reasons", "recorder", "ref",
-	"refused", "registry", "res", "resp", "resync", "run", "runnables", "runner", "s", "scheme", "secret",
-	"sel", "service", "set", "srv", "st", "stderr", "stdout", "stop", "stored", "synced", "t", "tests", "theirs", "touched", "handlings", "spans", "tp",
-	"tpl", "traced", "tt", "typed", "user", "v", "version", "want", "was", "writer",
+	"out", "p", "pod", "pods", "pprof", "primary", "ps", "qps", "ready", "reason", "reasons", "recorder", "ref",
+	"refs", "refused", "registry", "res", "resp", "resync", "run", "runnables", "runner", "s", "scheme", "secret",
+	"sel", "served", "service", "set", "srv", "st", "stderr", "stdout", "stop", "stored", "synced", "t", "tests", "theirs", "touched", "handlings", "spans", "tp",
+	"tpl", "traced", "tt", "typed", "user", "v", "version", "want", "was", "what", "writer",
 }
 
 // dirs are the directories the generator creates, relative to the root,
@@ -286,6 +289,11 @@ func (o operator) dirs() []string {
 }
 
 // owns reports whether the custom resource owns kind.
+// servesNamespaces reports whether the operator serves a list of
+// namespaces: a namespaced kind owning others reads and writes its children
+// in those namespaces only, with a Role in each.
+func (o operator) servesNamespaces() bool { return !o.Cluster && len(o.Owns) > 0 }
+
 func (o operator) owns(kind string) bool {
 	return slices.ContainsFunc(o.Owns, func(k ownedKind) bool { return k.Kind == kind })
 }

@@ -16,7 +16,18 @@ non-test code.`
 
 func integrationMainGo(op operator) *goFile {
 	f := newGoFile(op, "integration_test")
-	f.code(`var cluster *devcluster.Cluster
+	if len(op.Owns) > 0 {
+		f.code(`var cluster *devcluster.Cluster
+
+// etcd, kube-apiserver and kube-controller-manager, which type-checks the
+// admission policies (rbac_test.go reads the result) and whose garbage
+// collector deletes a $Kind's children with it.
+func TestMain(m *testing.M) {
+	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
+}
+`)
+	} else {
+		f.code(`var cluster *devcluster.Cluster
 
 // etcd and kube-apiserver only: nothing here needs a controller of
 // kube-controller-manager. A test of the garbage collector deleting a
@@ -24,7 +35,9 @@ func integrationMainGo(op operator) *goFile {
 func TestMain(m *testing.M) {
 	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
 }
-
+`)
+	}
+	f.code(`
 // Where the operator's manifests are, relative to this package.
 const (
 	crdDir    = "../../../manifests/crds/$Short"
@@ -367,20 +380,19 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		{Namespace: "some-namespace", Resource: "pods", Verb: "create"},
 		{Namespace: "some-namespace", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
 `)
-	// Secrets stay out of reach, unless a namespaced kind owns them (its
-	// children may be anywhere).
-	if !op.owns("Secret") || op.Cluster {
-		f.code("\t\t{Namespace: \"some-namespace\", Resource: \"secrets\", Verb: \"get\"},\n")
-	}
+	// Secrets stay out of reach where the operator serves no $Kind.
+	f.code("\t\t{Namespace: \"some-namespace\", Resource: \"secrets\", Verb: \"get\"},\n")
 	if len(op.Owns) > 0 {
 		first := op.Owns[0]
-		ns := `"some-namespace"`
+		ns := fmt.Sprintf("%q", servedNamespace)
 		if op.Cluster {
 			ns = fmt.Sprintf("%q", op.childNamespace())
 		}
 		f.printf("\t\t{Namespace: %s, Group: %q, Resource: %q, Verb: \"delete\"}, // the garbage collector deletes children\n", ns, first.Group, first.Resource)
-		if op.Cluster {
-			f.printf("\t\t{Namespace: operator.DefaultNamespace, Group: %q, Resource: %q, Verb: \"update\"}, // no other operator's objects\n", first.Group, first.Resource)
+		f.printf("\t\t{Namespace: operator.DefaultNamespace, Group: %q, Resource: %q, Verb: \"update\"}, // no other operator's objects\n", first.Group, first.Resource)
+		f.printf("\t\t{Group: %q, Resource: %q, Verb: \"list\"}, // never cluster-wide\n", first.Group, first.Resource)
+		if !op.Cluster {
+			f.printf("\t\t{Namespace: \"some-namespace\", Group: %q, Resource: %q, Verb: \"create\"}, // a namespace it does not serve\n", first.Group, first.Resource)
 		}
 	}
 	if op.Cluster {
@@ -400,27 +412,53 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		if op.Cluster {
 			ns = "operator.DefaultChildNamespace"
 		}
+		crs := "versioned.NewForConfigOrDie(cluster.Config()).$GroupGoV1alpha1().$Plural(" + map[bool]string{true: "", false: ns}[op.Cluster] + ")"
+		ownerNS := ""
+		if !op.Cluster {
+			ownerNS = "Namespace: " + ns + ", "
+		}
 		f.printf(`
 // RBAC lets the ServiceAccount write every %[1]s %[2]s; the admission
-// policy lets it write only those it labels as its own.
-func TestRBACPolicyKeepsTheAccountToItsOwnObjects(t *testing.T) {
+// policy lets it write only those a $Kind controls (a controller owner
+// reference), adopt none, change no owner reference and set no finalizer.
+func TestRBACPolicyKeepsTheAccountToObjectsItsKindsControl(t *testing.T) {
 	ctx := context.Background()
+	kubectl(t, "apply", "-k", crdDir)
 	kubectl(t, "apply", "-k", rbacDir)
 	asAdmin := kubernetes.NewForConfigOrDie(cluster.Config()).%[3]s(%[4]s)
 	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100)).%[3]s(%[4]s)
-	object := func(name string, labels map[string]string) %[5]s {
-		meta := metav1.ObjectMeta{Name: name, Namespace: %[4]s, Labels: labels}
+	crs := %[7]s
+	var owner *$Alias.$Kind
+	e2etest.Eventually(t, 30*time.Second, "the CRD is served", func() bool {
+		var err error
+		owner, err = crs.Create(ctx, &$Alias.$Kind{ObjectMeta: metav1.ObjectMeta{%[8]sGenerateName: "rbac-owner-"}}, metav1.CreateOptions{})
+		return err == nil
+	})
+	t.Cleanup(func() { _ = crs.Delete(context.Background(), owner.Name, metav1.DeleteOptions{}) })
+	controlled := []metav1.OwnerReference{{APIVersion: $Alias.SchemeGroupVersion.String(), Kind: "$Kind", Name: owner.Name, UID: owner.UID, Controller: ptr.To(true)}}
+	object := func(name string, refs []metav1.OwnerReference) %[5]s {
+		meta := metav1.ObjectMeta{Name: name, Namespace: %[4]s, OwnerReferences: refs}
 		return %[6]s
 	}
 	refused := func(err error) bool {
 		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "ValidatingAdmissionPolicy 'kooper-$Name-children'")
 	}
+	// Each expression type-checks against the schema of the kinds it
+	// matches: a misspelt field would let any change through.
+	for _, p := range []string{%[9]s} {
+		rbactest.CheckPolicyTypes(t, kubernetes.NewForConfigOrDie(cluster.Config()), p, 60*time.Second)
+	}
 	if _, err := asAdmin.Create(ctx, object("rbac-theirs", nil), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		for _, name := range []string{"rbac-theirs", "rbac-mine"} {
+			_ = asAdmin.Delete(context.Background(), name, metav1.DeleteOptions{})
+		}
+	})
 	// A new policy takes a moment to be enforced: until an update of an
-	// object the operator did not label is refused, it is allowed.
-	e2etest.Eventually(t, 30*time.Second, "the policy refuses to update an object the operator did not label", func() bool {
+	// object no $Kind controls is refused, it is allowed.
+	e2etest.Eventually(t, 30*time.Second, "the policy refuses to update an object no $Kind controls", func() bool {
 		theirs, err := asAccount.Get(ctx, "rbac-theirs", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -432,18 +470,33 @@ func TestRBACPolicyKeepsTheAccountToItsOwnObjects(t *testing.T) {
 		}
 		return err != nil
 	})
-	if _, err := asAccount.Create(ctx, object("rbac-unlabelled", nil), metav1.CreateOptions{}); !refused(err) {
-		t.Errorf("got %%v creating an object without the label, want it refused by the policy", err)
+	if _, err := asAccount.Create(ctx, object("rbac-unowned", nil), metav1.CreateOptions{}); !refused(err) {
+		t.Errorf("got %%v creating an object no $Kind controls, want it refused by the policy", err)
 	}
-	mine := object("rbac-mine", map[string]string{handler.ManagedByLabel: handler.ManagedBy})
-	if _, err := asAccount.Create(ctx, mine, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Errorf("got %%v creating an object with the label, want it allowed", err)
+	theirs, err := asAccount.Get(ctx, "rbac-theirs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, name := range []string{"rbac-theirs", "rbac-mine"} {
-		_ = asAdmin.Delete(ctx, name, metav1.DeleteOptions{})
+	theirs.OwnerReferences = controlled
+	if _, err := asAccount.Update(ctx, theirs, metav1.UpdateOptions{}); !refused(err) {
+		t.Errorf("got %%v adopting an object (an owner reference added), want it refused by the policy", err)
+	}
+	mine, err := asAccount.Create(ctx, object("rbac-mine", controlled), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("got %%v creating an object a $Kind controls, want it allowed", err)
+	}
+	for what, change := range map[string]func(%[5]s){
+		"dropping its owner reference": func(o %[5]s) { o.OwnerReferences = nil },
+		"adding a finalizer":           func(o %[5]s) { o.Finalizers = []string{"example.com/hold"} },
+	} {
+		o := mine.DeepCopy()
+		change(o)
+		if _, err := asAccount.Update(ctx, o, metav1.UpdateOptions{}); !refused(err) {
+			t.Errorf("got %%v %%s, want it refused by the policy", err, what)
+		}
 	}
 }
-`, first.Kind+"s", map[bool]string{true: "in its children's namespace", false: "anywhere"}[op.Cluster], first.Client, ns, first.goType(), first.minimal)
+`, first.Kind+"s", map[bool]string{true: "in its children's namespace", false: "in the namespaces it serves"}[op.Cluster], first.Client, ns, first.goType(), first.minimal, crs, ownerNS, quoted(op.policyNames()))
 	}
 	f.code(`
 // metricsReader is what Prometheus needs to scrape /metrics over HTTPS

@@ -22,7 +22,8 @@ type ownedKind struct {
 }
 
 // knownKinds are the kinds -owns accepts, in the order the handler writes
-// them: a Deployment's ServiceAccount exists before its pods.
+// them: a Deployment's ServiceAccount exists before its pods, a Role before
+// the RoleBinding that binds it.
 var knownKinds = []ownedKind{
 	{Kind: "ConfigMap", Version: "v1", Resource: "configmaps", Import: "k8s.io/api/core/v1", Alias: "corev1", Client: "CoreV1().ConfigMaps",
 		minimal: `&corev1.ConfigMap{ObjectMeta: meta}`},
@@ -30,6 +31,10 @@ var knownKinds = []ownedKind{
 		minimal: `&corev1.Secret{ObjectMeta: meta}`},
 	{Kind: "ServiceAccount", Version: "v1", Resource: "serviceaccounts", Import: "k8s.io/api/core/v1", Alias: "corev1", Client: "CoreV1().ServiceAccounts",
 		minimal: `&corev1.ServiceAccount{ObjectMeta: meta}`},
+	{Kind: "Role", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles", Import: "k8s.io/api/rbac/v1", Alias: "rbacv1", Client: "RbacV1().Roles",
+		minimal: `&rbacv1.Role{ObjectMeta: meta}`},
+	{Kind: "RoleBinding", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings", Import: "k8s.io/api/rbac/v1", Alias: "rbacv1", Client: "RbacV1().RoleBindings",
+		minimal: `&rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: meta.Name}}`},
 	{Kind: "Service", Version: "v1", Resource: "services", Import: "k8s.io/api/core/v1", Alias: "corev1", Client: "CoreV1().Services",
 		minimal: `&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}`},
 	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Import: "k8s.io/api/apps/v1", Alias: "appsv1", Client: "AppsV1().Deployments",

@@ -15,7 +15,8 @@
 //	                                       example.yaml (make run applies it)
 //	manifests/rbac/<name>/                 least-privilege RBAC (a test compares it);
 //	                                       with -owns, an admission policy keeping
-//	                                       its writes to the objects it labels, and
+//	                                       its writes to the objects its kind
+//	                                       controls, and
 //	                                       for a cluster-scoped kind the namespace
 //	                                       those are made in
 //	manifests/<name>/                      the kustomization make deploy applies
@@ -87,6 +88,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&in.Scope, "scope", "", "Cluster or Namespaced: the custom resource's scope (required)")
 	fs.StringVar(&in.Owns, "owns", "", "comma-separated kinds the custom resource owns, each watched by a controller of its own: "+strings.Join(knownKindNames(), ", "))
 	root := fs.String("root", "", "the repository to write into (default: the one holding the working directory)")
+	rbacOnly := fs.String("rbac-only", "", "write only the operator's RBAC and admission policy (what manifests/rbac/<name> would hold) into this `directory`, to review them or apply them to a test cluster; the repository is not written")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -124,6 +126,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("could not render the operator (nothing was written): %w", err)
 	}
+	if *rbacOnly != "" {
+		return writeRBAC(*rbacOnly, op, files, stdout)
+	}
 	if err := writeAll(repo.root, op.dirs(), files); err != nil {
 		return err
 	}
@@ -134,6 +139,27 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return errors.Join(fmt.Errorf("%w; the new directories were removed", err), undoErr)
 	}
 	fmt.Fprint(stdout, nextSteps(op))
+	return nil
+}
+
+// writeRBAC writes the files of manifests/rbac/<name> into dir.
+func writeRBAC(dir string, op operator, files map[string][]byte, stdout io.Writer) error {
+	prefix := "manifests/rbac/" + op.Name + "/"
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	n := 0
+	for name, b := range files {
+		rel, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), b, 0o644); err != nil {
+			return err
+		}
+		n++
+	}
+	fmt.Fprintf(stdout, "wrote the %d files of %s into %s\n", n, prefix, dir)
 	return nil
 }
 

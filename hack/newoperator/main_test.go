@@ -49,9 +49,10 @@ func TestRefusals(t *testing.T) {
 		{name: "a kind too long for its resource", set: map[string]string{"-kind": "W" + strings.Repeat("x", 63)}, want: []string{"is too long: its resource"}},
 		{name: "no scope", set: map[string]string{"-scope": ""}, want: []string{"-scope is required: Cluster or Namespaced"}},
 		{name: "a lowercase scope", set: map[string]string{"-scope": "cluster"}, want: []string{`-scope "cluster" is neither Cluster nor Namespaced`}},
-		{name: "an unknown owned kind", set: map[string]string{"-owns": "ConfigMap,Pod"}, want: []string{`-owns: unknown kind "Pod": want some of ConfigMap, Secret, ServiceAccount, Service, Deployment`}},
+		{name: "an unknown owned kind", set: map[string]string{"-owns": "ConfigMap,Pod"}, want: []string{`-owns: unknown kind "Pod": want some of ConfigMap, Secret, ServiceAccount, Role, RoleBinding, Service, Deployment`}},
 		{name: "an owned kind in the wrong case", set: map[string]string{"-owns": "configmap"}, want: []string{`-owns: unknown kind "configmap" (did you mean ConfigMap?)`}},
 		{name: "an owned kind twice", set: map[string]string{"-owns": "Secret,Secret"}, want: []string{"-owns: Secret is listed twice"}},
+		{name: "a RoleBinding without its Role", set: map[string]string{"-owns": "RoleBinding"}, want: []string{"-owns: RoleBinding binds the Role of the same name"}},
 		{
 			name: "every problem at once",
 			set:  map[string]string{"-name": "multi-resource", "-group": "nodot", "-kind": "lower", "-scope": "Both", "-owns": "Pod"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -103,7 +104,7 @@ subjects:
 		"metrics_reader_role_binding.yaml # Prometheus's ServiceAccount: adjust to yours")
 	if len(op.Owns) > 0 {
 		files["children_policy.yaml"] = childrenPolicy(op)
-		resources = append(resources, "children_policy.yaml # writes only objects it labels as its own")
+		resources = append(resources, "children_policy.yaml # writes only objects a $Kind controls")
 	}
 	files["kustomization.yaml"] = `# The $Name operator's namespace, ServiceAccount, roles and bindings` + policyNote(op) + `.
 # Included by manifests/$Name (kubectl apply -k manifests/$Name installs
@@ -122,52 +123,172 @@ func policyNote(op operator) string {
 	return ", and the admission policy that narrows what RBAC cannot (Kubernetes 1.30+)"
 }
 
-// childrenPolicy is the ValidatingAdmissionPolicy that lets the operator's
-// ServiceAccount write only the objects it labels as its own.
+// childrenPolicy is children_policy.yaml: the ValidatingAdmissionPolicies
+// that keep the operator's ServiceAccount to the objects its custom
+// resources control. One policy checks what every owned kind has (metadata);
+// one per kind with more to check (a Secret's type, a Deployment's pods, a
+// Role's rules, a RoleBinding's role and subjects) matches that kind only,
+// so that the API server type-checks each expression against the kind's
+// schema (status.typeChecking, which the operator's RBAC test reads).
 func childrenPolicy(op operator) string {
 	var rules strings.Builder
 	var names []string
 	for _, r := range op.childRules() {
 		names = append(names, r.resources...)
-		fmt.Fprintf(&rules, "      - apiGroups: [%s]\n        apiVersions: [\"v1\"]\n        operations: [\"CREATE\", \"UPDATE\"]\n        resources: [%s]\n", quoted(r.groups), quoted(r.resources))
+		rules.WriteString(resourceRule(r.groups[0], r.resources...))
 	}
-	where := "in every namespace (a $Kind's children are in its namespace)"
+	where := "in the namespaces it serves"
 	if op.Cluster {
 		where = "in " + op.childNamespace()
 	}
-	return `# RBAC lets the $Name operator create and update ` + andList(names) + `
-# ` + where + `, whoever made them: it cannot say which objects. This policy does,
-# for the operator's ServiceAccount only: an object of those kinds may be
-# created only labelled app.kubernetes.io/managed-by=kooper-$Name, as the
-# operator labels its children, and updated only if it was labelled so
-# already. A stolen token can then change no object the operator did not
-# make, such as another workload's Deployment or Secret.
+	out := `# RBAC lets the $Name operator create and update ` + andList(names) + `
+# ` + where + `, whoever made them: it cannot say which objects. These
+# policies do, for the operator's ServiceAccount only: it may create and
+# update only objects a $Kind controls (a controller owner reference, set at
+# creation and never changed), set no finalizer, and write nothing in the
+# cluster's system namespaces or in kooper-system; the policies after the
+# first check what else a kind could give away. A stolen token can then
+# change no object the operator did not make, such as another workload's
+# Deployment or Secret, and adopt none.
 #
 # Needs ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1, on by
 # default since Kubernetes 1.30).
-` + yamlMeta("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "kooper-$Name-children", "") + `spec:
+` + policy("children", rules.String(), "", `    # Only objects a $Kind controls: an owner reference the operator sets
+    # when it creates a child, and never changes.
+    - expression: >-
+        object.metadata.?ownerReferences.orValue([]).exists(r, r.?controller.orValue(false) &&
+        r.apiVersion.startsWith('$Group/') && r.kind == '$Kind')
+      messageExpression: >-
+        'the $Name operator writes only objects a $Kind controls: ' +
+        request.resource.resource + ' ' + request.name + ' has no controller owner reference to one'
+      reason: Forbidden
+    # No adoption, no garbage collection by a forged owner: the owner
+    # references of an object are set at its creation, and kept.
+    - expression: >-
+        request.operation == 'CREATE' ||
+        object.metadata.?ownerReferences == oldObject.metadata.?ownerReferences
+      messageExpression: >-
+        'the $Name operator may not change the owner references of ' +
+        request.resource.resource + ' ' + request.name
+      reason: Forbidden
+    # Finalizers neither: one added to an object would hold its deletion.
+    - expression: >-
+        request.operation == 'CREATE' ? size(object.metadata.?finalizers.orValue([])) == 0 :
+        object.metadata.?finalizers == oldObject.metadata.?finalizers
+      messageExpression: >-
+        'the $Name operator may not set finalizers on ' + request.resource.resource + ' ' + request.name
+      reason: Forbidden
+    # Never in the cluster's own namespaces, nor in the operators'.
+    - expression: >-
+        !(request.namespace in ['kube-system', 'kube-public', 'kube-node-lease', 'kooper-system'])
+      messageExpression: >-
+        'the $Name operator writes nothing in namespace ' + request.namespace
+      reason: Forbidden
+`)
+	if op.owns("Secret") {
+		out += "---\n# A token Secret would be filled with the token of the account it names.\n" +
+			policy("secrets", resourceRule("", "secrets"), "", `    - expression: >-
+        object.?type.orValue('') != 'kubernetes.io/service-account-token'
+      message: "the $Name operator may not write ServiceAccount token Secrets"
+      reason: Forbidden
+`)
+	}
+	if op.owns("Deployment") {
+		out += "---\n# Pods at the restricted Pod Security level only: no host namespaces, ports\n" +
+			"# or paths, not root, no privilege, no added capability but\n# NET_BIND_SERVICE, the runtime's seccomp profile.\n" +
+			policy("deployments", resourceRule("apps", "deployments"), `  variables:
+    - name: pod
+      expression: object.spec.template.spec
+    - name: containers
+      expression: >-
+        object.spec.template.spec.containers + object.spec.template.spec.?initContainers.orValue([])
+`, `    - expression: >-
+        !variables.pod.?hostNetwork.orValue(false) && !variables.pod.?hostPID.orValue(false) &&
+        !variables.pod.?hostIPC.orValue(false) &&
+        variables.pod.?volumes.orValue([]).all(v, !has(v.hostPath))
+      message: "the $Name operator writes no Deployment whose pods use the host's network, PID or IPC namespace, or a hostPath volume"
+      reason: Forbidden
+    - expression: >-
+        variables.pod.?securityContext.?runAsNonRoot.orValue(false) &&
+        variables.pod.?securityContext.?runAsUser.orValue(1) != 0 &&
+        variables.pod.?securityContext.?seccompProfile.?type.orValue('') in ['RuntimeDefault', 'Localhost']
+      message: "the $Name operator writes only Deployments whose pods run as non-root (runAsNonRoot) with the RuntimeDefault or a Localhost seccomp profile"
+      reason: Forbidden
+    - expression: >-
+        variables.containers.all(c,
+        c.?ports.orValue([]).all(p, p.?hostPort.orValue(0) == 0) &&
+        !c.?securityContext.?privileged.orValue(false) &&
+        c.?securityContext.?allowPrivilegeEscalation.orValue(true) == false &&
+        c.?securityContext.?runAsUser.orValue(1) != 0 &&
+        c.?securityContext.?runAsNonRoot.orValue(true) &&
+        'ALL' in c.?securityContext.?capabilities.?drop.orValue([]) &&
+        c.?securityContext.?capabilities.?add.orValue([]).all(a, a == 'NET_BIND_SERVICE'))
+      message: "the $Name operator writes only Deployments whose containers drop ALL capabilities (NET_BIND_SERVICE may be added back), forbid privilege escalation, are not privileged, not root, and use no host port"
+      reason: Forbidden
+`)
+	}
+	if op.owns("Role") {
+		out += "---\n# Roles on its own API group only (RBAC also lets it grant only what it\n# holds).\n" +
+			policy("roles", resourceRule("rbac.authorization.k8s.io", "roles"), "", `    - expression: >-
+        object.?rules.orValue([]).all(r, r.?apiGroups.orValue([]).all(g, g == '$Group'))
+      message: "the $Name operator writes only Roles whose rules are on $Group"
+      reason: Forbidden
+`)
+	}
+	if op.owns("RoleBinding") {
+		out += "---\n# A binding of the Role of its own name, to ServiceAccounts of its namespace:\n" +
+			"# never to system:authenticated, a user, a group, or another role.\n" +
+			policy("rolebindings", resourceRule("rbac.authorization.k8s.io", "rolebindings"), "", `    - expression: >-
+        object.roleRef.kind == 'Role' && object.roleRef.name == request.name
+      messageExpression: >-
+        'the $Name operator binds only the Role named like the binding, ' + request.name
+      reason: Forbidden
+    - expression: >-
+        object.?subjects.orValue([]).all(s, s.kind == 'ServiceAccount' &&
+        has(s.namespace) && s.namespace == request.namespace)
+      messageExpression: >-
+        'the $Name operator binds Roles only to ServiceAccounts of namespace ' + request.namespace
+      reason: Forbidden
+`)
+	}
+	return out
+}
+
+// policyNames are the names of the operator's admission policies.
+func (o operator) policyNames() []string {
+	names := []string{"kooper-" + o.Name + "-children"}
+	for kind, suffix := range map[string]string{"Secret": "secrets", "Deployment": "deployments", "Role": "roles", "RoleBinding": "rolebindings"} {
+		if o.owns(kind) {
+			names = append(names, "kooper-"+o.Name+"-"+suffix)
+		}
+	}
+	slices.Sort(names[1:])
+	return names
+}
+
+// resourceRule is one entry of a policy's resourceRules: CREATE and UPDATE
+// of resources of group at v1.
+func resourceRule(group string, resources ...string) string {
+	return fmt.Sprintf("      - apiGroups: [%q]\n        apiVersions: [\"v1\"]\n        operations: [\"CREATE\", \"UPDATE\"]\n        resources: [%s]\n",
+		group, quoted(resources))
+}
+
+// policy is the ValidatingAdmissionPolicy kooper-$Name-<suffix> of the
+// operator's ServiceAccount on rules, with variables and validations
+// (YAML, indented), and its binding.
+func policy(suffix, rules, variables, validations string) string {
+	name := "kooper-$Name-" + suffix
+	return yamlMeta("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", name, "") + `spec:
   failurePolicy: Fail
   matchConstraints:
     resourceRules:
-` + rules.String() + `  matchConditions:
+` + rules + `  matchConditions:
     - name: $Name-service-account
       expression: "request.userInfo.username == 'system:serviceaccount:kooper-system:$Name'"
-  validations:
-    - expression: >-
-        has(object.metadata.labels) &&
-        'app.kubernetes.io/managed-by' in object.metadata.labels &&
-        object.metadata.labels['app.kubernetes.io/managed-by'] == 'kooper-$Name' &&
-        (request.operation == 'CREATE' ||
-        (has(oldObject.metadata.labels) &&
-        'app.kubernetes.io/managed-by' in oldObject.metadata.labels &&
-        oldObject.metadata.labels['app.kubernetes.io/managed-by'] == 'kooper-$Name'))
-      messageExpression: >-
-        'the $Name operator may write only ' + request.resource.resource +
-        ' labelled app.kubernetes.io/managed-by=kooper-$Name, not ' + object.metadata.name
-      reason: Forbidden
----
-` + yamlMeta("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "kooper-$Name-children", "") + `spec:
-  policyName: kooper-$Name-children
+` + variables + `  validations:
+` + validations + `---
+` + yamlMeta("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", name, "") + `spec:
+  policyName: ` + name + `
   validationActions: ["Deny"]
 `
 }
@@ -411,5 +532,5 @@ func installsPolicy(op operator) string {
 	if len(op.Owns) == 0 {
 		return ""
 	}
-	return " and the admission policy that keeps its writes to the objects it labels (Kubernetes 1.30+)"
+	return " and the admission policy that keeps its writes to the objects its $Plural control (Kubernetes 1.30+)"
 }

@@ -60,6 +60,14 @@ type Config struct {
 	ChildNamespace string
 `)
 	}
+	if op.servesNamespaces() {
+		f.code(`	// ServedNamespaces are the namespaces whose $Plural get children:
+	// the operator reads and writes children there only, with a Role in
+	// each (manifests/rbac/$Name/children_role.yaml). Default
+	// DefaultServedNamespaces.
+	ServedNamespaces []string
+`)
+	}
 	f.code(`	// Resync is the $Kind controller's resync interval. Default
 	// DefaultResync.
 	Resync time.Duration
@@ -101,6 +109,12 @@ func (c *Config) defaults() {
 	}
 `)
 	}
+	if op.servesNamespaces() {
+		f.code(`	if len(c.ServedNamespaces) == 0 {
+		c.ServedNamespaces = []string{DefaultServedNamespaces}
+	}
+`)
+	}
 	f.code(`	if c.Resync <= 0 {
 		c.Resync = DefaultResync
 	}
@@ -132,7 +146,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.SecureMetricsAddr != "" && cfg.HTTPAddr == "" {
 		return fmt.Errorf("%w: SecureMetricsAddr needs HTTPAddr, which serves /healthz and /readyz", ErrInvalidConfig)
 	}
-	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider)
+` + servedCheck(op) + `	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider)
 	if err != nil {
 		return err
 	}
@@ -172,6 +186,9 @@ func Run(ctx context.Context, cfg Config) error {
 	if op.Cluster && len(op.Owns) > 0 {
 		f.code("\t\tChildNamespace: cfg.ChildNamespace,\n")
 	}
+	if op.servesNamespaces() {
+		f.code("\t\tServedNamespaces: cfg.ServedNamespaces,\n")
+	}
 	list := "client.$GroupGoV1alpha1().$Plural()"
 	if !op.Cluster {
 		list = `client.$GroupGoV1alpha1().$Plural("") // every namespace`
@@ -196,9 +213,9 @@ func Run(ctx context.Context, cfg Config) error {
 	ctrls := []*controller.Controller{primary}
 `)
 	if len(op.Owns) > 0 {
-		childNS := `""`
+		namespaces := "cfg.ServedNamespaces"
 		if op.Cluster {
-			childNS = "cfg.ChildNamespace"
+			namespaces = "[]string{cfg.ChildNamespace}"
 		}
 		f.code(`
 	// The child controllers read only names, owners and labels: they cache
@@ -216,23 +233,26 @@ func Run(ctx context.Context, cfg Config) error {
 			f.printf("\t\t{%q, %s.WithResource(%q)},\n", k.Kind, k.groupVersion(), k.Resource)
 		}
 		f.code(`	}
-	for _, child := range children {
-		// Children in ` + childWhere(op) + `.
-		ctrl, err := controller.New(controller.Config{
-			Name: cfg.Name + "-" + strings.ToLower(child.kind),
-			// Route the child to its $Kind: queue the $Kind's key in the
-			// $Kind controller (traced, if tracing).
-			Handler:         controller.Chain(owner.EnqueueOwner(primary, $Alias.Kind("$Kind")), traced...),
-			Retriever:       managed(md, child.resource, ` + childNS + `),
-			DisableResync:   true,
-			HandleDeleted:   true,
-			Logger:          cfg.Logger,
-			MetricsRecorder: recorder,
-		})
-		if err != nil {
-			return err
+	// Children in ` + childWhere(op) + `: a controller per kind and
+	// namespace, since the operator may list them there only.
+	for _, ns := range ` + namespaces + ` {
+		for _, child := range children {
+			ctrl, err := controller.New(controller.Config{
+				Name: cfg.Name + "-" + strings.ToLower(child.kind) + "-" + ns,
+				// Route the child to its $Kind: queue the $Kind's key in the
+				// $Kind controller (traced, if tracing).
+				Handler:         controller.Chain(owner.EnqueueOwner(primary, $Alias.Kind("$Kind")), traced...),
+				Retriever:       managed(md, child.resource, ns),
+				DisableResync:   true,
+				HandleDeleted:   true,
+				Logger:          cfg.Logger,
+				MetricsRecorder: recorder,
+			})
+			if err != nil {
+				return err
+			}
+			ctrls = append(ctrls, ctrl)
 		}
-		ctrls = append(ctrls, ctrl)
 	}
 `)
 	}
@@ -307,12 +327,19 @@ func childWhere(op operator) string {
 	if op.Cluster {
 		return "the children's namespace only"
 	}
-	return `every namespace ("")`
+	return "the served namespaces only"
 }
 
 // childDefault declares DefaultChildNamespace, for a cluster-scoped kind
-// owning others.
+// owning others, or DefaultServedNamespaces, for a namespaced one.
 func childDefault(op operator) string {
+	if op.servesNamespaces() {
+		return `	// DefaultServedNamespaces is the namespace whose $Plural get children
+	// unless told otherwise (manifests/rbac/$Name/children_role.yaml gives
+	// the operator a Role there).
+	DefaultServedNamespaces = "` + servedNamespace + `"
+`
+	}
 	if !op.Cluster || len(op.Owns) == 0 {
 		return ""
 	}
@@ -320,5 +347,19 @@ func childDefault(op operator) string {
 	// of their own (manifests/rbac/$Name/children_namespace.yaml), so that
 	// the operator may write there and not where other workloads live.
 	DefaultChildNamespace = "` + op.childNamespace() + `"
+`
+}
+
+// servedCheck is Run's check of the served namespaces: "" would be every
+// namespace.
+func servedCheck(op operator) string {
+	if !op.servesNamespaces() {
+		return ""
+	}
+	return `	for _, ns := range cfg.ServedNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("%w: served namespace %q: %s", ErrInvalidConfig, ns, strings.Join(errs, "; "))
+		}
+	}
 `
 }

@@ -32,6 +32,10 @@ type role struct {
 	rules        []rule
 }
 
+// servedNamespace is the namespace a namespaced kind's operator serves by
+// default (DefaultServedNamespaces in its internal/operator).
+const servedNamespace = "default"
+
 // childVerbs are what the handler and the child controllers do with each
 // owned kind: get (ensure reads the child), list and watch (the child
 // controllers' caches), create and update.
@@ -83,7 +87,7 @@ func (o operator) roles() []role {
 	children := o.childRules()
 	roles := []role{cluster, lease}
 	if len(children) > 0 {
-		children[0].comment = "Read (get), watched by the child controllers (list, watch, metadata\nonly), created and updated; never deleted: the garbage collector does it.\nchildren_policy.yaml lets the operator write only the objects it labels\nas its own."
+		children[0].comment = "Read (get), watched by the child controllers (list, watch, metadata\nonly), created and updated; never deleted: the garbage collector does it.\nchildren_policy.yaml lets the operator write only objects a $Kind\ncontrols."
 		if o.Cluster {
 			roles = append(roles, role{
 				file: "children_role.yaml", kind: "Role", namespace: o.childNamespace(), name: "kooper-$Name-children", goVar: "neededForChildren",
@@ -92,7 +96,14 @@ func (o operator) roles() []role {
 				rules:   children,
 			})
 		} else {
-			roles[0].rules = append(roles[0].rules, children...)
+			// Never cluster-wide: a token that may read every Secret, or
+			// write every ConfigMap, of the cluster would take it over.
+			roles = append(roles, role{
+				file: "children_role.yaml", kind: "Role", namespace: servedNamespace, name: "kooper-$Name-children", goVar: "neededForChildren",
+				comment: "The objects each $Kind owns, read and written in the namespaces the\noperator serves only (its -served-namespaces, default " + servedNamespace + "): to serve\nanother namespace, add it there and copy this Role and its binding to it.",
+				why:     "the objects $Plural own, in the served namespace " + servedNamespace + " only",
+				rules:   children,
+			})
 		}
 	}
 

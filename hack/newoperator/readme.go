@@ -21,7 +21,7 @@ func operatorREADME(op operator) string {
 	p("<!-- include: operators/$Name/example.yaml -->\n```yaml\n%s```\n\n", exampleYAML(op))
 
 	if len(op.Owns) > 0 {
-		where := "in the `$Kind`'s namespace (an owner reference cannot cross namespaces)"
+		where := "in the `$Kind`'s namespace (an owner reference cannot cross namespaces), if the operator serves it (`-served-namespaces`, default `" + servedNamespace + "`)"
 		if op.Cluster {
 			where = "in the namespace `-child-namespace` (default `" + op.childNamespace() + "`, which the RBAC manifests create and limit the operator's writes to: a cluster-scoped owner may own objects in any namespace)"
 		}
@@ -33,6 +33,8 @@ func operatorREADME(op operator) string {
 				"ServiceAccount": "its token is not mounted unless a pod asks",
 				"Service":        "port 80 to the port `http` of the pods labelled `$Group/$kind=<name>`",
 				"Deployment":     "one replica of the placeholder image (`handler.PlaceholderImage`), `GREETING` from `spec.greeting`, locked down",
+				"Role":           "lets its subjects list and watch `$plural`",
+				"RoleBinding":    "binds the `$Kind`'s Role to the ServiceAccount of its name",
 			}[k.Kind]
 			p("| %s | the `$Kind`'s | %s |\n", k.Kind, from)
 		}
@@ -40,6 +42,29 @@ func operatorREADME(op operator) string {
 		p("carries a controller owner reference to its `$Kind`: deleting the `$Kind` deletes them\n")
 		p("(the garbage collector). An object of a child's name that the `$Kind` does not control is\n")
 		p("never taken over: the `$Kind` is `Ready=False` with reason `Conflict`.\n\n")
+		p("What a stolen token of the operator can do is what its children need, no more.\n")
+		if op.Cluster {
+			p("Its RBAC lets it read and write the owned kinds in `-child-namespace` only.\n")
+		} else {
+			p("Its RBAC lets it read and write the owned kinds in the namespaces it serves only, with a\n")
+			p("Role in each ([`children_role.yaml`](../../manifests/rbac/$Name/children_role.yaml)): never cluster-wide,\n")
+			p("where reading every Secret or writing every ConfigMap would take the cluster over. To serve\n")
+			p("another namespace, add it to `-served-namespaces` and copy that Role and its binding to it;\n")
+			p("a `$Kind` in a namespace not served is `Ready=False` with reason `NotServed`.\n")
+		}
+		p("An admission policy ([`children_policy.yaml`](../../manifests/rbac/$Name/children_policy.yaml)) lets it\n")
+		p("create and update only objects a `$Kind` controls, their owner references set at creation\n")
+		p("and kept (no adoption), with no finalizer, never in `kube-*` or `kooper-system`")
+		if op.owns("Secret") {
+			p(", never a\nServiceAccount token Secret")
+		}
+		if op.owns("Deployment") {
+			p(", never a Deployment whose pods are below the restricted Pod\nSecurity level")
+		}
+		if op.owns("RoleBinding") {
+			p(", never a RoleBinding of another role or to a subject other than a\nServiceAccount of its namespace")
+		}
+		p(".\n\n")
 	}
 	p("`kubectl get $plural` shows each `$Kind`'s readiness; `status.observedGeneration` is\n")
 	p("the generation the status describes, and an Event is recorded when `Ready` changes.\n\n")
@@ -47,7 +72,11 @@ func operatorREADME(op operator) string {
 	p("## How it is built\n\n| package | role |\n|---|---|\n")
 	p("| [`cmd/$Name`](cmd/$Name/main.go) | flags → `operator.Config` |\n")
 	if len(op.Owns) > 0 {
-		p("| [`internal/operator`](internal/operator/operator.go) | a `$Kind` controller and one routing controller per owned kind, Events, metrics, health, leader election |\n")
+		per := "owned kind"
+		if op.servesNamespaces() {
+			per = "owned kind and served namespace"
+		}
+		p("| [`internal/operator`](internal/operator/operator.go) | a `$Kind` controller and one routing controller per %s, Events, metrics, health, leader election |\n", per)
 		p("| [`internal/handler`](internal/handler/handler.go) | the `$Kind` handler: creates and updates each child ([`children.go`](internal/handler/children.go)), writes status |\n\n")
 		p("The domain logic runs only in the `$Kind` controller, one worker per `$Kind` at a time.\n")
 		p("Each owned kind has a controller of its own (`$Name-<kind>`) that watches only the metadata\n")
@@ -73,6 +102,9 @@ func operatorREADME(op operator) string {
 	p("| `-namespace` | `$POD_NAMESPACE`, else `kooper-system` | where the Lease lives |\n")
 	if op.Cluster && len(op.Owns) > 0 {
 		p("| `-child-namespace` | `%s` | where the children are made; the RBAC must allow it |\n", op.childNamespace())
+	}
+	if op.servesNamespaces() {
+		p("| `-served-namespaces` | `%s` | comma-separated: the namespaces whose `$Plural` get children; the operator needs a Role in each |\n", servedNamespace)
 	}
 	p("| `-resync` | 10m | the `$Kind` controller's safety-net resync |\n")
 	p("| `-log-level`, `-log-format` | `info`, `text` | |\n")
@@ -119,7 +151,7 @@ func operatorREADME(op operator) string {
 	p("  compared with a hand-written list and checked by\n")
 	p("  SubjectAccessReviews")
 	if len(op.Owns) > 0 {
-		p(", the admission policy refuses writes to objects the operator did not label")
+		p(", the admission policy refuses writes to objects no `$Kind` controls (adoption included)")
 	}
 	p(", and the deploy manifests pass a server-side dry run.\n")
 	return b.String()

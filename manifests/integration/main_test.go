@@ -48,8 +48,8 @@ type deployable struct {
 	// Nil: at least the kinds of required, and no kind outside allowed.
 	kinds []string
 	// elsewhere names, as Kind/name, its namespaced objects that are not in
-	// namespace, with their namespace.
-	elsewhere map[string]string
+	// namespace, with the namespaces they may be in.
+	elsewhere map[string][]string
 	// namespaces are the Namespaces it may create besides namespace.
 	namespaces []string
 }
@@ -64,9 +64,10 @@ var samples = []deployable{
 		kinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
 			"CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget",
 			"Role", "Role", "RoleBinding", "RoleBinding", "Service", "Service", "ServiceAccount",
-			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingWebhookConfiguration"},
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding",
+			"ValidatingWebhookConfiguration"},
 		// Events about PodTerminators (cluster-scoped) are written in default.
-		elsewhere: map[string]string{"Role/kooper-pod-terminator-events": "default", "RoleBinding/kooper-pod-terminator-events": "default"},
+		elsewhere: map[string][]string{"Role/kooper-pod-terminator-events": {"default"}, "RoleBinding/kooper-pod-terminator-events": {"default"}},
 	},
 	{
 		name:  "multi-resource",
@@ -106,9 +107,12 @@ func discover() []deployable {
 		own := "kooper-" + name
 		ops = append(ops, deployable{
 			name: name,
-			elsewhere: map[string]string{
-				"Role/" + own + "-events": "default", "RoleBinding/" + own + "-events": "default",
-				"Role/" + own + "-children": own, "RoleBinding/" + own + "-children": own,
+			// A scaffold's Role for the children of a cluster-scoped kind is
+			// in its namespace; for a namespaced kind's, in the namespace it
+			// serves, default unless told otherwise.
+			elsewhere: map[string][]string{
+				"Role/" + own + "-events": {"default"}, "RoleBinding/" + own + "-events": {"default"},
+				"Role/" + own + "-children": {own, "default"}, "RoleBinding/" + own + "-children": {own, "default"},
 			},
 			namespaces: []string{own},
 		})

@@ -135,9 +135,20 @@ func readTarball(name string) (map[string][]byte, error) {
 	}
 }
 
-// unpackLayer applies one layer (a tar, gzipped or not) to root, with the
-// OCI whiteouts. Entries may not leave root.
-func unpackLayer(root string, layer []byte) error {
+// unpackLayer applies one layer (a tar, gzipped or not) to the directory
+// dir, with the OCI whiteouts. Every entry is created, written, changed and
+// removed through an os.Root, so none reaches outside dir: an entry is
+// refused, with an error naming it, when its name or hard link target
+// climbs out with "..", or when its path goes through a symbolic link that
+// leaves dir (as os.Root, unpacking follows no absolute link). Symbolic
+// links themselves keep their targets, absolute or not: the container runs
+// chrooted to dir, where they resolve.
+func unpackLayer(dir string, layer []byte) error {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("could not open the root file system: %w", err)
+	}
+	defer root.Close()
 	var r io.Reader = bytes.NewReader(layer)
 	if len(layer) > 2 && layer[0] == 0x1f && layer[1] == 0x8b {
 		gz, err := gzip.NewReader(r)
@@ -156,65 +167,131 @@ func unpackLayer(root string, layer []byte) error {
 		if err != nil {
 			return err
 		}
-		rel := path.Clean("/" + h.Name)
-		if rel == "/" {
-			continue
-		}
-		target := filepath.Join(root, filepath.FromSlash(rel))
-		dir, base := filepath.Split(target)
-		if base == ".wh..wh..opq" {
-			entries, _ := os.ReadDir(dir)
-			for _, e := range entries {
-				_ = os.RemoveAll(filepath.Join(dir, e.Name()))
-			}
-			continue
-		}
-		if hidden, ok := strings.CutPrefix(base, ".wh."); ok {
-			_ = os.RemoveAll(filepath.Join(dir, hidden))
-			continue
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return err
-		}
-		mode := fs.FileMode(h.Mode) & fs.ModePerm
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, mode); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			_ = os.RemoveAll(target)
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(f, tr)
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-			if err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			_ = os.RemoveAll(target)
-			if err := os.Symlink(h.Linkname, target); err != nil {
-				return err
-			}
-		case tar.TypeLink:
-			_ = os.RemoveAll(target)
-			if err := os.Link(filepath.Join(root, filepath.FromSlash(path.Clean("/"+h.Linkname))), target); err != nil {
-				return err
-			}
-		default:
-			continue // devices and fifos: nothing a static program needs
-		}
-		if err := os.Lchown(target, h.Uid, h.Gid); err != nil {
-			return err
-		}
-		if h.Typeflag != tar.TypeSymlink {
-			if err := os.Chmod(target, mode); err != nil {
-				return err
-			}
+		if err := unpackEntry(root, h, tr); err != nil {
+			return fmt.Errorf("entry %q: %w", h.Name, err)
 		}
 	}
+}
+
+// unpackEntry applies the entry h, whose content r holds, to root.
+func unpackEntry(root *os.Root, h *tar.Header, r io.Reader) error {
+	name, err := rootPath(h.Name)
+	if err != nil {
+		return err
+	}
+	if name == "." {
+		return nil
+	}
+	dir, base := path.Split(name)
+	dir = path.Clean(dir)
+	if base == ".wh..wh..opq" {
+		return removeChildren(root, dir)
+	}
+	if hidden, ok := strings.CutPrefix(base, ".wh."); ok {
+		if hidden == "" || hidden == "." || hidden == ".." {
+			return errors.New("a whiteout names no file")
+		}
+		err := root.RemoveAll(filepath.FromSlash(path.Join(dir, hidden)))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("could not apply the whiteout: %w", err)
+		}
+		return nil
+	}
+	if err := root.MkdirAll(filepath.FromSlash(dir), 0o755); err != nil {
+		return fmt.Errorf("could not create its directory: %w", err)
+	}
+	name = filepath.FromSlash(name)
+	mode := fs.FileMode(h.Mode) & fs.ModePerm
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if err := root.MkdirAll(name, mode); err != nil {
+			return fmt.Errorf("could not create the directory: %w", err)
+		}
+	case tar.TypeReg:
+		// Remove what is there first: a symbolic link is replaced, not
+		// written through.
+		if err := root.RemoveAll(name); err != nil {
+			return fmt.Errorf("could not replace it: %w", err)
+		}
+		f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+		if err != nil {
+			return fmt.Errorf("could not create the file: %w", err)
+		}
+		_, err = io.Copy(f, r)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("could not write the file: %w", err)
+		}
+	case tar.TypeSymlink:
+		if err := root.RemoveAll(name); err != nil {
+			return fmt.Errorf("could not replace it: %w", err)
+		}
+		if err := root.Symlink(h.Linkname, name); err != nil {
+			return fmt.Errorf("could not create the symbolic link: %w", err)
+		}
+	case tar.TypeLink:
+		target, err := rootPath(h.Linkname)
+		if err != nil {
+			return fmt.Errorf("hard link: %w", err)
+		}
+		if err := root.RemoveAll(name); err != nil {
+			return fmt.Errorf("could not replace it: %w", err)
+		}
+		if err := root.Link(filepath.FromSlash(target), name); err != nil {
+			return fmt.Errorf("could not create the hard link: %w", err)
+		}
+	default:
+		return nil // devices and fifos: nothing a static program needs
+	}
+	if err := root.Lchown(name, h.Uid, h.Gid); err != nil {
+		return fmt.Errorf("could not set its owner: %w", err)
+	}
+	fi, err := root.Lstat(name)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		// A symbolic link, or a hard link to one, has no mode of its own:
+		// changing it would change its target's.
+		return nil
+	}
+	if err := root.Chmod(name, mode); err != nil {
+		return fmt.Errorf("could not set its mode: %w", err)
+	}
+	return nil
+}
+
+// rootPath returns name, a path in a layer, relative to the root file
+// system ("." for the root): a leading "/" is the root's. It fails if name
+// climbs out of the root with "..".
+func rootPath(name string) (string, error) {
+	p := path.Clean(strings.TrimLeft(name, "/"))
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return "", fmt.Errorf("%q leaves the root file system", name)
+	}
+	return p, nil
+}
+
+// removeChildren applies an opaque whiteout: it empties dir, if it exists.
+func removeChildren(root *os.Root, dir string) error {
+	d, err := root.Open(filepath.FromSlash(dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("could not apply the opaque whiteout: %w", err)
+	}
+	entries, err := d.ReadDir(-1)
+	d.Close()
+	if err != nil {
+		return fmt.Errorf("could not apply the opaque whiteout: %w", err)
+	}
+	for _, e := range entries {
+		if err := root.RemoveAll(filepath.FromSlash(path.Join(dir, e.Name()))); err != nil {
+			return fmt.Errorf("could not apply the opaque whiteout: %w", err)
+		}
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,7 +23,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
@@ -30,6 +33,7 @@ import (
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/internal/rbactest"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/operator"
+	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
 )
 
 // Every name in this file starts with rbac (tests with TestRBAC): the
@@ -145,7 +149,29 @@ func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
 		return true
 	})
 
-	tenantNS := tenancyv1alpha1.NamespacePrefix + "rbac-" + suffix
+	// Two Tenants, which no operator serves here: the account writes
+	// their children itself, as the operator would.
+	_, tenants := securityClients(t)
+	tn := securityTenant(t, tenants, "rbac", "")
+	other := securityTenant(t, tenants, "rbac-other", "")
+	tenantNS := tenancyv1alpha1.NamespacePrefix + tn.Name
+	controlledBy := func(tn *tenancyv1alpha1.Tenant) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{
+			APIVersion: tenancyv1alpha1.SchemeGroupVersion.String(), Kind: "Tenant", Name: tn.Name, UID: tn.UID,
+			Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+		}}
+	}
+	// A tenant-* namespace no Tenant controls, made by an admin, with a
+	// NetworkPolicy and a LimitRange of its own, and a LimitRange nobody
+	// controls in tn's namespace (made below).
+	strayNS := tenancyv1alpha1.NamespacePrefix + "rbac-stray-" + suffix
+	if _, err := admin.CoreV1().Namespaces().Create(ctx, namespace(strayNS), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cleanupNamespace(strayNS)
+	if _, err := admin.NetworkingV1().NetworkPolicies(strayNS).Create(ctx, rbacNetworkPolicy("admins"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if err := admin.RbacV1().ClusterRoles().Delete(ctx, "rbac-test-subset", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
@@ -168,39 +194,64 @@ func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
 		_ = admin.NetworkingV1().NetworkPolicies("default").Delete(ctx, "rbac-"+suffix, metav1.DeleteOptions{})
 	})
 
-	binding := func(ns, role string) *rbacv1.RoleBinding {
-		return &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "rbac-" + role, Namespace: ns},
+	alice := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}
+	binding := func(ns, name, role string, owner *tenancyv1alpha1.Tenant, subjects []rbacv1.Subject) *rbacv1.RoleBinding {
+		b := &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-			Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}},
+			Subjects:   subjects,
 		}
+		if owner != nil {
+			b.OwnerReferences = controlledBy(owner)
+		}
+		return b
 	}
-	quota := func(ns string) *corev1.ResourceQuota {
+	createBinding := func(b *rbacv1.RoleBinding) error {
+		_, err := asAccount.RbacV1().RoleBindings(b.Namespace).Create(ctx, b, metav1.CreateOptions{})
+		return err
+	}
+	// patchBinding changes the tenant's binding, tenant-admins.
+	patchBinding := func(patch string) error {
+		_, err := asAccount.RbacV1().RoleBindings(tenantNS).Patch(ctx, "tenant-admins", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}
+	quota := func(ns string, owner *tenancyv1alpha1.Tenant) *corev1.ResourceQuota {
 		return &corev1.ResourceQuota{
-			ObjectMeta: metav1.ObjectMeta{Name: "rbac", Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: "rbac", Namespace: ns, OwnerReferences: controlledBy(owner)},
 			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}},
 		}
 	}
-	limits := func(ns string) *corev1.LimitRange {
+	limits := func(ns, name string) *corev1.LimitRange {
 		return &corev1.LimitRange{
-			ObjectMeta: metav1.ObjectMeta{Name: "rbac", Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: controlledBy(tn)},
 			Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 				Type: corev1.LimitTypeContainer, Default: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 			}}},
 		}
 	}
+	ownedNetworkPolicy := func(name string) *networkingv1.NetworkPolicy {
+		np := rbacNetworkPolicy(name)
+		np.OwnerReferences = controlledBy(tn)
+		return np
+	}
 	labelPatch := []byte(`{"metadata":{"labels":{"rbac-test":"changed"}}}`)
 	outside := func(kind string) string {
 		return "may write " + kind + " only in namespaces named tenant-*, not in default"
 	}
+	notControlled := func(kind, name string) string {
+		return "writes only " + kind + " a Tenant controls (one controller owner reference, to a Tenant), not " + name
+	}
+	const subjectsMessage = "binds admin only to users and groups whose names do not start with system:"
 	for _, tc := range []struct {
 		name   string
 		act    func() error
 		policy string // the policy that refuses it, or "" when allowed
 		want   string // in the refusal
 	}{
-		{name: "create a tenant namespace", act: func() error {
-			_, err := asAccount.CoreV1().Namespaces().Create(ctx, namespace(tenantNS), metav1.CreateOptions{})
+		{name: "create a tenant namespace its Tenant controls", act: func() error {
+			ns := namespace(tenantNS)
+			ns.OwnerReferences, ns.Labels[tenant.TenantLabel] = controlledBy(tn), tn.Name
+			_, err := asAccount.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
 			if err == nil {
 				cleanupNamespace(tenantNS)
 			}
@@ -212,7 +263,9 @@ func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
 		}},
 		{name: "a tenant namespace without a Pod Security level", policy: rbacTenantPolicy, want: rbacEnforceMessage, act: func() error {
 			name := tenantNS + "-nolevel"
-			_, err := asAccount.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+			_, err := asAccount.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
+				ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: controlledBy(tn)},
+			}, metav1.CreateOptions{})
 			if err == nil {
 				cleanupNamespace(name)
 			}
@@ -227,43 +280,125 @@ func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
 			_, err := asAccount.CoreV1().Namespaces().Patch(ctx, "default", types.MergePatchType, labelPatch, metav1.PatchOptions{})
 			return err
 		}},
-		{name: "bind admin in a tenant namespace", act: func() error {
-			_, err := asAccount.RbacV1().RoleBindings(tenantNS).Create(ctx, binding(tenantNS, "admin"), metav1.CreateOptions{})
+		{name: "a tenant-* namespace no Tenant controls", policy: rbacTenantPolicy, want: notControlled("namespaces", tenantNS+"-nobody"), act: func() error {
+			name := tenantNS + "-nobody"
+			_, err := asAccount.CoreV1().Namespaces().Create(ctx, namespace(name), metav1.CreateOptions{})
+			if err == nil {
+				cleanupNamespace(name)
+			}
 			return err
+		}},
+		{name: "relabel a tenant-* namespace no Tenant controls", policy: rbacTenantPolicy, want: notControlled("namespaces", strayNS), act: func() error {
+			_, err := asAccount.CoreV1().Namespaces().Patch(ctx, strayNS, types.MergePatchType, labelPatch, metav1.PatchOptions{})
+			return err
+		}},
+		{name: "a namespace named after another Tenant than its controller", policy: rbacTenantPolicy,
+			want: "names the namespace of Tenant " + tn.Name + " " + tenantNS + " and labels it " + tenant.TenantLabel + "=" + tn.Name +
+				", not " + tenancyv1alpha1.NamespacePrefix + other.Name, act: func() error {
+				name := tenancyv1alpha1.NamespacePrefix + other.Name
+				ns := namespace(name)
+				ns.OwnerReferences, ns.Labels[tenant.TenantLabel] = controlledBy(tn), tn.Name
+				_, err := asAccount.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+				if err == nil {
+					cleanupNamespace(name)
+				}
+				return err
+			}},
+		// The garbage collector deletes an object whose owner does not
+		// exist: this update would delete the tenant's namespace.
+		{name: "add an owner reference to a tenant namespace", policy: rbacTenantPolicy, want: "may not change the owner references of namespaces " + tenantNS, act: func() error {
+			patch := []byte(`[{"op":"add","path":"/metadata/ownerReferences/-","value":{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"` + string(uuid.NewUUID()) + `"}}]`)
+			_, err := asAccount.CoreV1().Namespaces().Patch(ctx, tenantNS, types.JSONPatchType, patch, metav1.PatchOptions{})
+			return err
+		}},
+		{name: "add a finalizer to a tenant namespace", policy: rbacTenantPolicy, want: "may not set finalizers on namespaces " + tenantNS, act: func() error {
+			patch := []byte(`{"metadata":{"finalizers":["example.com/hold"]}}`)
+			_, err := asAccount.CoreV1().Namespaces().Patch(ctx, tenantNS, types.MergePatchType, patch, metav1.PatchOptions{})
+			return err
+		}},
+		{name: "bind admin in a tenant namespace", act: func() error {
+			return createBinding(binding(tenantNS, "tenant-admins", "admin", tn, alice))
 		}},
 		{name: "bind admin in default", policy: rbacTenantPolicy, want: outside("rolebindings"), act: func() error {
-			_, err := asAccount.RbacV1().RoleBindings("default").Create(ctx, binding("default", "admin"), metav1.CreateOptions{})
-			return err
+			return createBinding(binding("default", "tenant-admins", "admin", tn, alice))
+		}},
+		{name: "bind admin in a tenant-* namespace no Tenant controls", policy: rbacTenantPolicy,
+			want: "writes rolebindings only in the namespace of the Tenant controlling them (" + tn.Name + "), not in " + strayNS, act: func() error {
+				return createBinding(binding(strayNS, "tenant-admins", "admin", tn, alice))
+			}},
+		{name: "drop the owner of the tenant's binding", policy: rbacTenantPolicy, want: notControlled("rolebindings", "tenant-admins"), act: func() error {
+			return patchBinding(`{"metadata":{"ownerReferences":null}}`)
 		}},
 		{name: "bind another role in a tenant namespace", policy: rbacBindingPolicy, want: "may bind only the ClusterRole admin, not the ClusterRole rbac-test-subset", act: func() error {
-			_, err := asAccount.RbacV1().RoleBindings(tenantNS).Create(ctx, binding(tenantNS, "rbac-test-subset"), metav1.CreateOptions{})
-			return err
+			return createBinding(binding(tenantNS, "tenant-admins", "rbac-test-subset", tn, alice))
+		}},
+		{name: "a binding of another name", policy: rbacBindingPolicy, want: "names its RoleBinding tenant-admins, not rbac-admin", act: func() error {
+			return createBinding(binding(tenantNS, "rbac-admin", "admin", tn, alice))
+		}},
+		{name: "bind admin to every user", policy: rbacBindingPolicy, want: subjectsMessage, act: func() error {
+			return patchBinding(`{"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"Group","name":"system:authenticated"}]}`)
+		}},
+		{name: "bind admin to a ServiceAccount", policy: rbacBindingPolicy, want: subjectsMessage, act: func() error {
+			return patchBinding(`{"subjects":[{"kind":"ServiceAccount","name":"default","namespace":"` + tenantNS + `"}]}`)
 		}},
 		{name: "a quota in a tenant namespace", act: func() error {
-			_, err := asAccount.CoreV1().ResourceQuotas(tenantNS).Create(ctx, quota(tenantNS), metav1.CreateOptions{})
+			_, err := asAccount.CoreV1().ResourceQuotas(tenantNS).Create(ctx, quota(tenantNS, tn), metav1.CreateOptions{})
 			return err
 		}},
 		{name: "a quota in default", policy: rbacTenantPolicy, want: outside("resourcequotas"), act: func() error {
-			_, err := asAccount.CoreV1().ResourceQuotas("default").Create(ctx, quota("default"), metav1.CreateOptions{})
+			_, err := asAccount.CoreV1().ResourceQuotas("default").Create(ctx, quota("default", tn), metav1.CreateOptions{})
 			return err
 		}},
+		{name: "a quota in a tenant namespace, controlled by another Tenant", policy: rbacTenantPolicy,
+			want: "writes resourcequotas only in the namespace of the Tenant controlling them (" + other.Name + "), not in " + tenantNS, act: func() error {
+				q := quota(tenantNS, other)
+				q.Name = "rbac-other"
+				_, err := asAccount.CoreV1().ResourceQuotas(tenantNS).Create(ctx, q, metav1.CreateOptions{})
+				return err
+			}},
 		{name: "limits in a tenant namespace", act: func() error {
-			_, err := asAccount.CoreV1().LimitRanges(tenantNS).Create(ctx, limits(tenantNS), metav1.CreateOptions{})
+			_, err := asAccount.CoreV1().LimitRanges(tenantNS).Create(ctx, limits(tenantNS, "rbac"), metav1.CreateOptions{})
 			return err
 		}},
 		{name: "limits in default", policy: rbacTenantPolicy, want: outside("limitranges"), act: func() error {
-			_, err := asAccount.CoreV1().LimitRanges("default").Create(ctx, limits("default"), metav1.CreateOptions{})
+			_, err := asAccount.CoreV1().LimitRanges("default").Create(ctx, limits("default", "rbac"), metav1.CreateOptions{})
 			return err
 		}},
+		// An admin's LimitRange in the tenant's namespace, which the
+		// account then tries to adopt.
+		{name: "(an admin's limits in a tenant namespace)", act: func() error {
+			l := limits(tenantNS, "admins")
+			l.OwnerReferences = nil
+			_, err := admin.CoreV1().LimitRanges(tenantNS).Create(ctx, l, metav1.CreateOptions{})
+			return err
+		}},
+		{name: "adopt limits by adding the Tenant as their controller", policy: rbacTenantPolicy,
+			want: "may not change the owner references of limitranges admins", act: func() error {
+				patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": controlledBy(tn)}})
+				if err != nil {
+					return err
+				}
+				_, err = asAccount.CoreV1().LimitRanges(tenantNS).Patch(ctx, "admins", types.MergePatchType, patch, metav1.PatchOptions{})
+				return err
+			}},
 		{name: "a network policy in a tenant namespace", act: func() error {
-			_, err := asAccount.NetworkingV1().NetworkPolicies(tenantNS).Create(ctx, rbacNetworkPolicy("isolation"), metav1.CreateOptions{})
+			_, err := asAccount.NetworkingV1().NetworkPolicies(tenantNS).Create(ctx, ownedNetworkPolicy("isolation"), metav1.CreateOptions{})
+			return err
+		}},
+		{name: "a network policy with a finalizer", policy: rbacTenantPolicy, want: "may not set finalizers on networkpolicies held", act: func() error {
+			np := ownedNetworkPolicy("held")
+			np.Finalizers = []string{"example.com/hold"}
+			_, err := asAccount.NetworkingV1().NetworkPolicies(tenantNS).Create(ctx, np, metav1.CreateOptions{})
 			return err
 		}},
 		{name: "delete a network policy in a tenant namespace", act: func() error {
 			return asAccount.NetworkingV1().NetworkPolicies(tenantNS).Delete(ctx, "isolation", metav1.DeleteOptions{})
 		}},
+		{name: "delete a network policy no Tenant controls", policy: rbacTenantPolicy, want: notControlled("networkpolicies", "admins"), act: func() error {
+			return asAccount.NetworkingV1().NetworkPolicies(strayNS).Delete(ctx, "admins", metav1.DeleteOptions{})
+		}},
 		{name: "a network policy in default", policy: rbacTenantPolicy, want: outside("networkpolicies"), act: func() error {
-			_, err := asAccount.NetworkingV1().NetworkPolicies("default").Create(ctx, rbacNetworkPolicy("isolation"), metav1.CreateOptions{})
+			_, err := asAccount.NetworkingV1().NetworkPolicies("default").Create(ctx, ownedNetworkPolicy("isolation"), metav1.CreateOptions{})
 			return err
 		}},
 		{name: "delete a network policy in default", policy: rbacTenantPolicy, want: outside("networkpolicies"), act: func() error {

@@ -287,29 +287,18 @@ func applyManifests(t *testing.T) {
 	})
 }
 
-// registerWebhook registers the operator's webhook at https://addr, without
-// a CA bundle, and removes it when the test ends.
+// registerWebhook registers the operator's webhook as webhook.yaml does,
+// but at https://addr and without a CA bundle, and removes it when the test
+// ends.
 func registerWebhook(t *testing.T, client kubernetes.Interface, addr string) {
 	t.Helper()
 	url := "https://" + addr + webhook.Path
-	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: operator.DefaultWebhookConfigName},
-		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
-			Name:         "podterminators.chaos.kooperkit.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups: []string{"chaos.kooperkit.io"}, APIVersions: []string{"v1alpha1"}, Resources: []string{"podterminators"},
-					Scope: ptr.To(admissionregistrationv1.ClusterScope),
-				},
-			}},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			AdmissionReviewVersions: []string{"v1"},
-			TimeoutSeconds:          ptr.To[int32](5),
-		}},
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	readManifest(t, "webhook.yaml", vwc)
+	if len(vwc.Webhooks) != 1 {
+		t.Fatalf("webhook.yaml has %d webhooks, want 1", len(vwc.Webhooks))
 	}
+	vwc.Webhooks[0].ClientConfig = admissionregistrationv1.WebhookClientConfig{URL: &url}
 	if _, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(context.Background(), vwc, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

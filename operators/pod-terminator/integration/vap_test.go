@@ -187,6 +187,14 @@ func TestTheServiceAccountMayChangeOnlyTheCABundle(t *testing.T) {
 		{"an annotation", "not labels or annotations", func(v *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			v.Annotations = map[string]string{"cert-manager.io/inject-ca-from": "attacker/ca"}
 		}},
+		// Through the garbage collector, an update would be a delete (the
+		// owner does not exist).
+		{"an owner reference", "not owner references or finalizers", func(v *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			v.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "ConfigMap", Name: "gone", UID: "00000000-0000-0000-0000-000000000000"}}
+		}},
+		{"a finalizer", "not owner references or finalizers", func(v *admissionregistrationv1.ValidatingWebhookConfiguration) {
+			v.Finalizers = []string{"attacker.example/hold"}
+		}},
 		{"the caBundle and the rules", "not webhooks[*].rules", func(v *admissionregistrationv1.ValidatingWebhookConfiguration) {
 			v.Webhooks[0].ClientConfig.CABundle = twoCAs
 			v.Webhooks[0].Rules[0].Operations = append(v.Webhooks[0].Rules[0].Operations, admissionregistrationv1.Delete)
