@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -149,8 +150,8 @@ func (c *container) start(sb *sandbox, pod *corev1.Pod, env []string) error {
 	if !strings.HasPrefix(path, "/") {
 		return fmt.Errorf("%w: a command without a path (%q): no PATH lookup in the image", ErrUnsupported, path)
 	}
-	if fi, err := os.Stat(filepath.Join(c.rootfs, path)); err != nil || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("exec: %q: no such executable file in the image", path)
+	if err := c.checkExecutable(path); err != nil {
+		return err
 	}
 	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
 		return err
@@ -186,6 +187,89 @@ func (c *container) start(sb *sandbox, pod *corev1.Pod, env []string) error {
 	c.waiting, c.current = nil, nil
 	c.ready, c.startupDone = false, c.spec.StartupProbe == nil
 	return nil
+}
+
+// checkExecutable fails unless name, the command's path, is an executable
+// file of the container's root as exec in the chroot will find it: through
+// the image's links resolved in the root (see inRoot), not the node's file
+// an absolute link names.
+func (c *container) checkExecutable(name string) error {
+	root, err := os.OpenRoot(c.rootfs)
+	if err != nil {
+		return fmt.Errorf("could not open the container's root file system: %w", err)
+	}
+	defer root.Close()
+	p, err := inRoot(root, name)
+	var fi fs.FileInfo
+	if err == nil {
+		fi, err = root.Stat(p)
+	}
+	if err == nil && (!fi.Mode().IsRegular() || fi.Mode()&0o111 == 0) {
+		err = fmt.Errorf("%s is not an executable file", name)
+	}
+	if err != nil {
+		return fmt.Errorf("exec: %q: no such executable file in the image: %w", name, err)
+	}
+	return nil
+}
+
+// maxLinks is how many symbolic links resolving one path may follow, as on
+// Linux.
+const maxLinks = 40
+
+// inRoot returns name, an absolute path in the container, as a path in
+// root with the symbolic links on it resolved as the container, chrooted to
+// root, resolves them: a relative target from the link's directory, an
+// absolute one from the root. So the node writes where the container will
+// look, and never its own files: an image's "var/run -> /run" is the
+// root's run, not the node's (os.Root alone refuses every absolute link).
+// name is cleaned first; what does not exist is kept as named. It
+// refuses, with an error naming the link, a link that climbs above the root
+// with ".." (the container would stay at its root; no honest image has
+// one), and more than maxLinks links.
+//
+// The result is only a path: callers act on it through root, which keeps
+// them in the root if its files change meanwhile.
+func inRoot(root *os.Root, name string) (string, error) {
+	cur, rest := ".", strings.Split(path.Clean("/"+name), "/")
+	links := 0
+	var via string // the last link followed, for errors
+	for len(rest) > 0 {
+		elem := rest[0]
+		rest = rest[1:]
+		switch elem {
+		case "", ".":
+			continue
+		case "..":
+			if cur == "." {
+				return "", fmt.Errorf("%s leaves the root file system", via)
+			}
+			cur = path.Dir(cur)
+			continue
+		}
+		next := path.Join(cur, elem)
+		fi, err := root.Lstat(next)
+		if errors.Is(err, fs.ErrNotExist) || (err == nil && fi.Mode()&fs.ModeSymlink == 0) {
+			cur = next
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if links++; links > maxLinks {
+			return "", fmt.Errorf("symbolic link /%s: %w", next, syscall.ELOOP)
+		}
+		target, err := root.Readlink(next)
+		if err != nil {
+			return "", err
+		}
+		via = fmt.Sprintf("symbolic link /%s (-> %s)", next, target)
+		if path.IsAbs(target) {
+			cur = "."
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+	return cur, nil
 }
 
 // makeRootfs copies the image's root file system for the container, hard
@@ -230,8 +314,19 @@ func (c *container) makeRootfs(vols map[string]rendered, fsGroup *int64) error {
 	return c.writeVolumes(vols, fsGroup)
 }
 
-// writeVolumes writes each volume the container mounts at its mount path.
+// writeVolumes writes each volume the container mounts at its mount path,
+// resolved in the container's root (see inRoot), through an os.Root: an
+// image's links, or a container that replaced a directory of its root with
+// one while it ran, never make the node write outside the root.
 func (c *container) writeVolumes(vols map[string]rendered, fsGroup *int64) error {
+	if len(c.spec.VolumeMounts) == 0 {
+		return nil
+	}
+	root, err := os.OpenRoot(c.rootfs)
+	if err != nil {
+		return fmt.Errorf("could not open the container's root file system: %w", err)
+	}
+	defer root.Close()
 	for _, m := range c.spec.VolumeMounts {
 		v, ok := vols[m.Name]
 		if !ok {
@@ -240,7 +335,11 @@ func (c *container) writeVolumes(vols map[string]rendered, fsGroup *int64) error
 		if m.SubPath != "" || m.SubPathExpr != "" {
 			return fmt.Errorf("%w: volumeMount %s: subPath", ErrUnsupported, m.Name)
 		}
-		if err := v.write(filepath.Join(c.rootfs, filepath.Clean("/"+m.MountPath)), fsGroup); err != nil {
+		dir, err := inRoot(root, path.Clean("/"+m.MountPath))
+		if err == nil {
+			err = v.write(root, dir, fsGroup)
+		}
+		if err != nil {
 			return fmt.Errorf("volume %s at %s: %w", m.Name, m.MountPath, err)
 		}
 	}

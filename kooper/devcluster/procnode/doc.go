@@ -29,7 +29,11 @@
 //     Secrets, downward API files; emptyDir directories. /etc/hosts,
 //     /etc/hostname and the /dev character devices are added. The files are
 //     root's, so a non-root container cannot write outside an emptyDir, as
-//     with readOnlyRootFilesystem.
+//     with readOnlyRootFilesystem. Nothing an image holds leads a write out
+//     of its root: layers are unpacked through an os.Root (an entry beneath
+//     a link out, or named with "..", is refused), and the node's own
+//     writes resolve links as the container sees them, an absolute link
+//     from the container's root, refusing one that climbs out.
 //   - Process: the container's command and args (or its image's entrypoint
 //     and cmd) with $(VAR) expanded, the environment in the kubelet's order
 //     (image, Service links, envFrom, env with fieldRef, resourceFieldRef

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -235,12 +237,15 @@ func (r *podRunner) renderVolumes(ctx context.Context) error {
 }
 
 // writeEtc writes what the kubelet mounts in every container: /etc/hosts
-// and /etc/hostname; and the device files a program may open.
+// and /etc/hostname; and the device files a program may open. They go
+// where the container sees them, through an os.Root: an image's links are
+// resolved in its root (see inRoot), never followed to the node's files.
 func (r *podRunner) writeEtc(c *container) error {
-	etc := filepath.Join(c.rootfs, "etc")
-	if err := os.MkdirAll(etc, 0o755); err != nil {
-		return err
+	root, err := os.OpenRoot(c.rootfs)
+	if err != nil {
+		return fmt.Errorf("could not open the container's root file system: %w", err)
 	}
+	defer root.Close()
 	host := r.pod.Name
 	if r.pod.Spec.Hostname != "" {
 		host = r.pod.Spec.Hostname
@@ -249,20 +254,55 @@ func (r *podRunner) writeEtc(c *container) error {
 	if r.sb != nil {
 		hosts += r.sb.ip.String() + "\t" + host + "\n"
 	}
-	if err := os.WriteFile(filepath.Join(etc, "hosts"), []byte(hosts), 0o644); err != nil {
+	if err := writeRootFile(root, "/etc/hosts", []byte(hosts)); err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(etc, "hostname"), []byte(host+"\n"), 0o644); err != nil {
+	if err := writeRootFile(root, "/etc/hostname", []byte(host+"\n")); err != nil {
 		return err
 	}
-	dev := filepath.Join(c.rootfs, "dev")
-	if err := os.MkdirAll(dev, 0o755); err != nil {
-		return err
+	return makeDevices(root)
+}
+
+// writeRootFile writes data in the container's file name, through its
+// links resolved in root, creating its directory if need be.
+func writeRootFile(root *os.Root, name string, data []byte) error {
+	p, err := inRoot(root, name)
+	if err == nil {
+		err = root.MkdirAll(path.Dir(p), 0o755)
 	}
-	for name, minor := range map[string]int{"null": 3, "zero": 5, "full": 7, "random": 8, "urandom": 9} {
-		// Best effort: a file system mounted nodev makes these useless.
-		_ = syscall.Mknod(filepath.Join(dev, name), syscall.S_IFCHR|0o666, 1<<8|minor)
-		_ = os.Chmod(filepath.Join(dev, name), 0o666)
+	if err == nil {
+		err = root.WriteFile(p, data, 0o644)
+	}
+	if err != nil {
+		return fmt.Errorf("could not write %s: %w", name, err)
+	}
+	return nil
+}
+
+// makeDevices makes the container's /dev, through its links resolved in
+// root, and the character devices null, zero, full, random and urandom in
+// it. The devices are best effort (a node not run as root cannot make them,
+// a file system mounted nodev makes them useless); a name that exists,
+// such as a link, is left as it is.
+func makeDevices(root *os.Root) error {
+	p, err := inRoot(root, "/dev")
+	if err == nil {
+		err = root.MkdirAll(p, 0o755)
+	}
+	var dev *os.File
+	if err == nil {
+		dev, err = root.OpenFile(p, os.O_RDONLY|unix.O_DIRECTORY, 0)
+	}
+	if err != nil {
+		return fmt.Errorf("could not make /dev: %w", err)
+	}
+	defer dev.Close()
+	for name, minor := range map[string]uint32{"null": 3, "zero": 5, "full": 7, "random": 8, "urandom": 9} {
+		// os.Root has no Mknod: make it in the directory opened through
+		// root; mknodat follows no link at its last element.
+		if unix.Mknodat(int(dev.Fd()), name, unix.S_IFCHR|0o666, int(unix.Mkdev(1, minor))) == nil {
+			_ = root.Chmod(path.Join(p, name), 0o666) // against the umask
+		}
 	}
 	return nil
 }

@@ -2,11 +2,11 @@ package procnode
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
-	"path/filepath"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -195,42 +195,57 @@ func (v volumes) downward(pod *corev1.Pod, items []corev1.DownwardAPIVolumeFile,
 	return files, nil
 }
 
-// write puts a volume's files under dir (the mount path in a container's
-// root), owned by root, group fsGroup when set, replacing each file at
-// once so that a reader never sees half a token.
-func (r rendered) write(dir string, fsGroup *int64) error {
+// write puts a volume's files in root under dir (the mount path, a path in
+// root), owned by root, group fsGroup when set, replacing each file at once
+// so that a reader never sees half a token. Everything goes through root:
+// whatever links are under dir, nothing is written outside root, and a
+// file's own link is replaced, not written through.
+func (r rendered) write(root *os.Root, dir string, fsGroup *int64) error {
 	if r.writable {
-		if err := os.MkdirAll(dir, 0o777); err != nil {
+		if err := root.MkdirAll(dir, 0o777); err != nil {
 			return err
 		}
-		return os.Chmod(dir, 0o777|fs.ModeSticky)
+		return root.Chmod(dir, 0o777|fs.ModeSticky)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := root.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	for _, f := range r.files {
-		rel := path.Clean("/" + f.path)
-		target := filepath.Join(dir, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		tmp := target + ".procnode-tmp"
-		if err := os.WriteFile(tmp, f.data, f.mode); err != nil {
-			return err
-		}
-		m := f.mode
-		if fsGroup != nil {
-			if err := os.Chown(tmp, 0, int(*fsGroup)); err != nil {
-				return err
-			}
-			m |= 0o040
-		}
-		if err := os.Chmod(tmp, m); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, target); err != nil {
-			return err
+		if err := writeVolumeFile(root, path.Join(dir, path.Clean("/"+f.path)), f, fsGroup); err != nil {
+			return fmt.Errorf("could not write %s: %w", f.path, err)
 		}
 	}
 	return nil
+}
+
+// writeVolumeFile writes f at name in root: in a new file, renamed over
+// name.
+func writeVolumeFile(root *os.Root, name string, f volumeFile, fsGroup *int64) error {
+	if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+		return err
+	}
+	tmp := name + ".procnode-tmp"
+	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	out, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = out.Write(f.data)
+	m := f.mode
+	if err == nil && fsGroup != nil {
+		err = out.Chown(0, int(*fsGroup))
+		m |= 0o040
+	}
+	if err == nil {
+		err = out.Chmod(m)
+	}
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return root.Rename(tmp, name)
 }

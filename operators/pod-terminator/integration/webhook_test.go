@@ -59,8 +59,11 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 		return tryCreate(ctx, asAlice, mine)
 	})
 
-	// why is the end of every refusal for a missing permission.
-	const why = ": a PodTerminator deletes pods in your name, so it needs that permission"
+	// refused is the refusal of alice's create: it names the targets as
+	// asked, never which of them she may delete pods in.
+	refused := func(targets string) string {
+		return fmt.Sprintf(`user "alice" may not delete pods in every namespace this PodTerminator targets: %s; a PodTerminator deletes pods in your name, so creating one needs that permission`, targets)
+	}
 	tests := []struct {
 		name       string
 		client     chaosclient.PodTerminatorInterface
@@ -69,11 +72,11 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 	}{
 		{name: "alice, in her namespace", client: asAlice, namespaces: []string{mine}},
 		{name: "alice, in a namespace where she may not delete pods", client: asAlice, namespaces: []string{theirs},
-			want: fmt.Sprintf(`admission webhook "podterminators.chaos.kooperkit.io" denied the request: user "alice" may not delete pods in namespace %q%s`, theirs, why)},
-		{name: "alice, in hers and another, is refused naming the other only", client: asAlice, namespaces: []string{mine, theirs},
-			want: fmt.Sprintf(`user "alice" may not delete pods in namespace %q%s`, theirs, why)},
+			want: `admission webhook "podterminators.chaos.kooperkit.io" denied the request: ` + refused(fmt.Sprintf("%q", theirs))},
+		{name: "alice, in hers and another, is refused naming both, as asked", client: asAlice, namespaces: []string{mine, theirs},
+			want: refused(fmt.Sprintf("%q, %q", mine, theirs))},
 		{name: "alice, in every namespace", client: asAlice,
-			want: `user "alice" may not delete pods in every namespace` + why},
+			want: refused("every namespace (spec.namespaces is empty)")},
 		{name: "the admin (system:masters), in any namespace", client: asAdmin, namespaces: []string{theirs}},
 		{name: "the admin, in every namespace", client: asAdmin},
 		{name: "the admin, in a namespace the operator's runner protects", client: asAdmin, namespaces: []string{guarded},
@@ -88,7 +91,7 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 		})
 	}
 
-	t.Run("an update is checked as its writer when it changes the target", func(t *testing.T) {
+	t.Run("an update is checked as its writer when it makes the PodTerminator more destructive", func(t *testing.T) {
 		// Created by the admin, targeting a namespace where alice may not
 		// delete pods; kept, so that the operator adds its finalizer.
 		pt, err := asAdmin.Create(ctx, terminatorIn(theirs), metav1.CreateOptions{})
@@ -96,15 +99,19 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { deleteTerminator(t, asAdmin, pt.Name) })
-		// The same pods: allowed, nothing to check.
-		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 20 })
+		// Less destructive: allowed, nothing to check.
+		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 5 })
 		checkAnswer(t, err, "")
+		// More destructive (deputy_test.go tries every way): checked.
+		const more = `user "alice" may not delete pods in every namespace this PodTerminator targets: %s; a PodTerminator deletes pods in your name, so making one more destructive (%s) needs that permission`
+		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 20 })
+		checkAnswer(t, err, fmt.Sprintf(more, fmt.Sprintf("%q", theirs), "spec.terminationPercent raised"))
 		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) {
 			s.Selector.MatchLabels = map[string]string{"app": "someone-elses"}
 		})
-		checkAnswer(t, err, fmt.Sprintf(`user "alice" may not delete pods in namespace %q%s`, theirs, why))
+		checkAnswer(t, err, fmt.Sprintf(more, fmt.Sprintf("%q", theirs), "spec.selector changed"))
 		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = nil })
-		checkAnswer(t, err, `user "alice" may not delete pods in every namespace`+why)
+		checkAnswer(t, err, fmt.Sprintf(more, "every namespace (spec.namespaces is empty)", "spec.namespaces changed"))
 		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{mine} })
 		checkAnswer(t, err, "")
 	})

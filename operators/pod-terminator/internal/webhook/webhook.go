@@ -9,20 +9,34 @@
 // ValidatingWebhookConfiguration that registers it.
 //
 // No confused deputy: the operator deletes pods with its own rights, which
-// reach every namespace, so a PodTerminator would let whoever may create one
+// reach every namespace, so a PodTerminator would let whoever may write one
 // delete pods they could not delete themselves. On a create, and on an
-// update that changes spec.selector or spec.namespaces, the webhook asks the
-// API server (Access, a SubjectAccessReview) whether the requesting user,
-// with their groups and extra, may delete pods in each listed namespace, or
-// cluster-wide when the list is empty, and refuses naming the missing
-// permission. When the question cannot be answered it refuses too. Without
-// the webhook installed nothing checks this: grant create on podterminators
+// update that makes a PodTerminator more destructive (any change of its
+// selector or namespaces, its dry run turned off, a higher percentage, a
+// lower minimum, a shorter period, Delete instead of Eviction), the webhook
+// asks the API server (Access, a SubjectAccessReview) whether the
+// requesting user, with their groups and extra, may delete pods in each
+// targeted namespace, or cluster-wide when the list is empty. When they may
+// not, or the question cannot be answered, it refuses. An update that only
+// makes it less destructive is not checked: the operator deletes no more
+// than the writer of the old spec was allowed to. Without the webhook
+// installed nothing checks this: grant create and update on podterminators
 // only to those who may delete the pods anyway.
 //
-// An update that leaves the spec unchanged (adding or removing a finalizer,
-// a label, an annotation) is always allowed, and so is any update of an
-// object being deleted: tightening the rules must never stop the operator
-// from removing its finalizer from an object created under the old rules.
+// Anyone who can reach the webhook can send it an AdmissionReview in any
+// user's name, so a refusal tells no more than the request holds: the user,
+// the targets as a whole and the changes, never which targeted namespaces
+// the user may delete pods in. Every targeted namespace is asked about,
+// whatever the earlier answers, so that the answer carries one bit (may
+// delete pods in all of them, or not), at the cost of at most
+// 1+validation.MaxNamespaces questions per review.
+//
+// An update that leaves the spec unchanged (the operator adding or removing
+// its finalizer, a label, an annotation; its status writes go to the status
+// subresource, which the webhook does not see) is always allowed, and so is
+// any update of an object being deleted, which the operator no longer acts
+// on: tightening the rules must never stop the operator from removing its
+// finalizer from an object created under the old rules.
 //
 // Answers stay small whatever the object's size: validation.Validate bounds
 // its message, and the access check runs only on a valid spec (at most
@@ -35,7 +49,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -127,76 +140,79 @@ func (v validator) validate(ctx context.Context, ar *kwhmodel.AdmissionReview, o
 		v.log.Debug("podterminator refused", log.KeyObject, pt.Name, log.KeyErr, err)
 		return &kwhvalidating.ValidatorResult{Valid: false, Message: err.Error()}, nil
 	}
-	// Which pods it deletes is set by the selector and the namespaces: a
-	// change to either needs the writer's own right to delete them.
-	if old == nil || !sameTarget(&old.Spec, &pt.Spec) {
-		if denied := v.mayDeleteTargets(ctx, ar.UserInfo, pt.Spec.Namespaces); denied != "" {
-			v.log.Debug("podterminator refused", log.KeyObject, pt.Name, log.KeyErr, denied)
-			return &kwhvalidating.ValidatorResult{Valid: false, Message: denied}, nil
+	// Whoever makes the operator delete more pods needs the right to delete
+	// them: on a create, or an update making it more destructive.
+	var changes []string
+	if old != nil {
+		if changes = v.moreDestructive(&old.Spec, &pt.Spec); len(changes) == 0 {
+			return &kwhvalidating.ValidatorResult{Valid: true, Warnings: warnings}, nil
 		}
+	}
+	if denied := v.mayDeleteTargets(ctx, ar.UserInfo, pt.Spec.Namespaces, changes); denied != "" {
+		v.log.Debug("podterminator refused", log.KeyObject, pt.Name, log.KeyErr, denied)
+		return &kwhvalidating.ValidatorResult{Valid: false, Message: denied}, nil
 	}
 	return &kwhvalidating.ValidatorResult{Valid: true, Warnings: warnings}, nil
 }
 
 // endregion: validate
 
-// sameTarget reports whether a and b select the same pods in the same
-// namespaces.
-func sameTarget(a, b *chaosv1alpha1.PodTerminatorSpec) bool {
-	return equality.Semantic.DeepEqual(a.Selector, b.Selector) && slices.Equal(a.Namespaces, b.Namespaces)
-}
-
-// maxNamed is how many denied namespaces a refusal names; it counts the
+// maxNamed is how many targeted namespaces a refusal names; it counts the
 // rest.
 const maxNamed = 5
 
 // mayDeleteTargets returns why user may not have the pods of namespaces
 // (every namespace when empty) deleted in their name, or "" if they may.
-// One question cluster-wide first answers for most admins at once.
-// namespaces has already passed validation.Validate: at most
-// validation.MaxNamespaces names.
-func (v validator) mayDeleteTargets(ctx context.Context, user authenticationv1.UserInfo, namespaces []string) string {
-	const why = ": a PodTerminator deletes pods in your name, so it needs that permission"
+// changes are how an update makes the PodTerminator more destructive, nil
+// on a create. The answer depends on the access checks by one bit only (see
+// the package doc): every namespace is asked about, and the refusal names
+// them all as the request does, never which were denied. One question
+// cluster-wide first answers for most admins at once; namespaces has passed
+// validation.Validate, so there are at most 1+validation.MaxNamespaces.
+func (v validator) mayDeleteTargets(ctx context.Context, user authenticationv1.UserInfo, namespaces, changes []string) string {
 	everywhere, err := v.access.MayDeletePods(ctx, user, metav1.NamespaceAll)
-	switch {
-	case err != nil:
-		return unknownAccess(user, "in every namespace", err)
-	case everywhere:
-		return ""
-	case len(namespaces) == 0:
-		return fmt.Sprintf("user %q may not delete pods in every namespace%s; an empty spec.namespaces means every namespace: list only namespaces where you may delete pods", user.Username, why)
+	if err != nil {
+		return v.unknownAccess(user, err)
 	}
-	var named []string
-	denied := 0
+	if everywhere {
+		return ""
+	}
+	all := len(namespaces) > 0
 	for _, ns := range namespaces {
 		ok, err := v.access.MayDeletePods(ctx, user, ns)
 		if err != nil {
-			return unknownAccess(user, fmt.Sprintf("in namespace %q", ns), err)
+			return v.unknownAccess(user, err)
 		}
-		if ok {
-			continue
-		}
-		denied++
-		if len(named) < maxNamed {
+		all = all && ok
+	}
+	if all {
+		return ""
+	}
+	targets := "every namespace (spec.namespaces is empty)"
+	if len(namespaces) > 0 {
+		named := make([]string, 0, maxNamed)
+		for _, ns := range namespaces[:min(len(namespaces), maxNamed)] {
 			named = append(named, strconv.Quote(ns))
 		}
+		targets = strings.Join(named, ", ")
+		if rest := len(namespaces) - len(named); rest > 0 {
+			targets += fmt.Sprintf(" and %d more", rest)
+		}
 	}
-	switch {
-	case denied == 0:
-		return ""
-	case denied == 1:
-		return fmt.Sprintf("user %q may not delete pods in namespace %s%s", user.Username, named[0], why)
-	case denied > len(named):
-		return fmt.Sprintf("user %q may not delete pods in namespaces %s and %d more%s", user.Username, strings.Join(named, ", "), denied-len(named), why)
-	default:
-		return fmt.Sprintf("user %q may not delete pods in namespaces %s%s", user.Username, strings.Join(named, ", "), why)
+	why := "creating one needs that permission"
+	if len(changes) > 0 {
+		why = fmt.Sprintf("making one more destructive (%s) needs that permission", strings.Join(changes, ", "))
 	}
+	return fmt.Sprintf("user %q may not delete pods in every namespace this PodTerminator targets: %s; a PodTerminator deletes pods in your name, so %s", user.Username, targets, why)
 }
 
-// unknownAccess is the refusal when whether user may delete pods where
-// could not be checked: fail closed, saying why.
-func unknownAccess(user authenticationv1.UserInfo, where string, err error) string {
-	return fmt.Sprintf("could not check whether user %q may delete pods %s, which a PodTerminator needs, so it is refused; try again: %v", user.Username, where, err)
+// unknownAccess is the refusal when whether user may delete pods could not
+// be checked: fail closed. The error is logged, not answered: it is about
+// the operator's own access to the API server, none of the caller's
+// business.
+func (v validator) unknownAccess(user authenticationv1.UserInfo, err error) string {
+	v.log.Warn("could not check access", log.KeyErr, err)
+	return fmt.Sprintf("could not check whether user %q may delete pods in every namespace this PodTerminator targets, which it needs, so it is refused; try again later", user.Username)
 }
 
 // kwhLogger writes kubewebhook's logs to a Kooper logger.

@@ -52,13 +52,15 @@ func in(namespaces ...string) func(*chaosv1alpha1.PodTerminator) {
 // mayDelete says where each user may delete pods ("" for everywhere).
 var mayDelete = map[string][]string{"admin": {""}, "alice": {"shop", "shop-2"}}
 
-// access is a fake webhook.Access answering from mayDelete, counting the
-// questions asked.
+// access is a fake webhook.Access answering from may, or mayDelete when
+// may is nil, recording the questions asked.
 type access struct {
-	mu    sync.Mutex
-	asked int
-	users []authenticationv1.UserInfo
-	err   error
+	may        map[string][]string
+	err        error
+	mu         sync.Mutex
+	asked      int
+	users      []authenticationv1.UserInfo
+	namespaces []string
 }
 
 func (a *access) MayDeletePods(_ context.Context, user authenticationv1.UserInfo, namespace string) (bool, error) {
@@ -66,10 +68,15 @@ func (a *access) MayDeletePods(_ context.Context, user authenticationv1.UserInfo
 	defer a.mu.Unlock()
 	a.asked++
 	a.users = append(a.users, user)
+	a.namespaces = append(a.namespaces, namespace)
 	if a.err != nil {
 		return false, a.err
 	}
-	return slices.Contains(mayDelete[user.Username], namespace) || slices.Contains(mayDelete[user.Username], ""), nil
+	may := mayDelete[user.Username]
+	if a.may != nil {
+		may = a.may[user.Username]
+	}
+	return slices.Contains(may, namespace) || slices.Contains(may, ""), nil
 }
 
 func newWebhook(t *testing.T, a webhook.Access) http.Handler {
@@ -117,22 +124,22 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		{
 			name: "a create where the user may not delete pods", op: admissionv1.Create, user: "alice",
 			obj: terminator(in("shop", "team-b")), wantAsked: true,
-			wantMessage: `user "alice" may not delete pods in namespace "team-b": a PodTerminator deletes pods in your name, so it needs that permission`,
+			wantMessage: `user "alice" may not delete pods in every namespace this PodTerminator targets: "shop", "team-b"; a PodTerminator deletes pods in your name, so creating one needs that permission`,
 		},
 		{
 			name: "a create in every namespace by a user who may not delete pods everywhere", op: admissionv1.Create, user: "alice",
 			obj: terminator(nil), wantAsked: true,
-			wantMessage: `user "alice" may not delete pods in every namespace: a PodTerminator deletes pods in your name, so it needs that permission`,
+			wantMessage: `user "alice" may not delete pods in every namespace this PodTerminator targets: every namespace (spec.namespaces is empty); a PodTerminator deletes pods in your name, so creating one needs that permission`,
 		},
 		{
 			name: "a create in many namespaces where the user may not delete pods names a few", op: admissionv1.Create, user: "alice",
 			obj: terminator(in(many...)), wantAsked: true,
-			wantMessage: `user "alice" may not delete pods in namespaces "team-0", "team-1", "team-2", "team-3", "team-4" and 7 more: a PodTerminator`,
+			wantMessage: `user "alice" may not delete pods in every namespace this PodTerminator targets: "team-0", "team-1", "team-2", "team-3", "team-4" and 7 more; a PodTerminator`,
 		},
 		{
 			name: "an update moving to a namespace where the user may not delete pods", op: admissionv1.Update, user: "alice",
 			old: terminator(in("shop")), obj: terminator(in("team-b")), wantAsked: true,
-			wantMessage: `user "alice" may not delete pods in namespace "team-b"`,
+			wantMessage: `user "alice" may not delete pods in every namespace this PodTerminator targets: "team-b"; a PodTerminator deletes pods in your name, so making one more destructive (spec.namespaces changed) needs that permission`,
 		},
 		{
 			name: "an update changing the selector is checked too", op: admissionv1.Update, user: "alice",
@@ -141,10 +148,10 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 				pt.Spec.Namespaces = []string{"team-b"}
 				pt.Spec.Selector.MatchLabels = map[string]string{"app": "database"}
 			}),
-			wantMessage: `user "alice" may not delete pods in namespace "team-b"`,
+			wantMessage: `user "alice" may not delete pods in every namespace this PodTerminator targets: "team-b"; a PodTerminator deletes pods in your name, so making one more destructive (spec.selector changed) needs that permission`,
 		},
 		{
-			name: "an update keeping the target (an admin's, cluster-wide) is not checked", op: admissionv1.Update, user: "alice",
+			name: "an update lowering the percentage (of an admin's, cluster-wide) is not checked", op: admissionv1.Update, user: "alice",
 			old:         terminator(nil),
 			obj:         terminator(func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.TerminationPercent = 10 }),
 			wantAllowed: true,
@@ -179,19 +186,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 			a := &access{}
 			h := newWebhook(t, a)
 			user := cmp.Or(tt.user, "admin")
-			req := &admissionv1.AdmissionRequest{
-				UID:       "1",
-				Kind:      metav1.GroupVersionKind{Group: "chaos.kooperkit.io", Version: "v1alpha1", Kind: "PodTerminator"},
-				Resource:  metav1.GroupVersionResource{Group: "chaos.kooperkit.io", Version: "v1alpha1", Resource: "podterminators"},
-				Name:      tt.obj.Name,
-				Operation: tt.op,
-				Object:    raw(t, tt.obj),
-				UserInfo:  authenticationv1.UserInfo{Username: user},
-			}
-			if tt.old != nil {
-				req.OldObject = raw(t, tt.old)
-			}
-			resp := review(t, h, req)
+			resp := review(t, h, request(t, tt.op, user, tt.old, tt.obj))
 			if resp.Allowed != tt.wantAllowed {
 				t.Fatalf("got allowed %v (%+v), want %v", resp.Allowed, resp.Result, tt.wantAllowed)
 			}
@@ -245,9 +240,96 @@ func TestAFailingAccessCheckRefuses(t *testing.T) {
 		Resource: metav1.GroupVersionResource{Group: "chaos.kooperkit.io", Version: "v1alpha1", Resource: "podterminators"},
 		Object:   raw(t, terminator(in("shop"))), UserInfo: authenticationv1.UserInfo{Username: "admin"},
 	})
-	want := `could not check whether user "admin" may delete pods in every namespace, which a PodTerminator needs, so it is refused; try again: connection refused`
+	// The error is the operator's business, logged, not the caller's.
+	want := `could not check whether user "admin" may delete pods in every namespace this PodTerminator targets, which it needs, so it is refused; try again later`
 	if resp.Allowed || resp.Result == nil || resp.Result.Message != want {
 		t.Errorf("got allowed %v, result %+v; want refused with %q", resp.Allowed, resp.Result, want)
+	}
+}
+
+// Anyone who can reach the webhook can ask in anyone's name: the answer
+// tells whether the user may delete pods in every target or not, and
+// nothing about which, neither in its words nor in the questions it takes.
+func TestARefusalDoesNotTellWhereTheUserMayDeletePods(t *testing.T) {
+	targets := []string{"ns-a", "ns-b", "ns-c"}
+	dryRun := terminator(func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.Namespaces = targets; pt.Spec.DryRun = true })
+	reviews := []struct {
+		name     string
+		op       admissionv1.Operation
+		old, obj *chaosv1alpha1.PodTerminator
+		want     string
+	}{
+		{
+			name: "a create", op: admissionv1.Create, obj: terminator(in(targets...)),
+			want: `user "alice" may not delete pods in every namespace this PodTerminator targets: "ns-a", "ns-b", "ns-c"; a PodTerminator deletes pods in your name, so creating one needs that permission`,
+		},
+		{
+			name: "an update turning a dry run off", op: admissionv1.Update, old: dryRun, obj: terminator(in(targets...)),
+			want: `user "alice" may not delete pods in every namespace this PodTerminator targets: "ns-a", "ns-b", "ns-c"; a PodTerminator deletes pods in your name, so making one more destructive (spec.dryRun turned off) needs that permission`,
+		},
+	}
+	// Where alice may delete pods: a refusal for each, all alike.
+	wheres := [][]string{nil, {"ns-a"}, {"ns-b"}, {"ns-c"}, {"ns-a", "ns-b"}, {"ns-b", "ns-c"}, {"ns-a", "elsewhere"}}
+	for _, rv := range reviews {
+		t.Run(rv.name, func(t *testing.T) {
+			var firstAsked []string
+			for i, where := range wheres {
+				a := &access{may: map[string][]string{"alice": where}}
+				resp := review(t, newWebhook(t, a), request(t, rv.op, "alice", rv.old, rv.obj))
+				if resp.Allowed || resp.Result == nil || resp.Result.Message != rv.want {
+					t.Errorf("alice may delete pods in %q: got allowed %v, result %+v; want refused with %q", where, resp.Allowed, resp.Result, rv.want)
+				}
+				if i == 0 {
+					firstAsked = a.namespaces
+				} else if !slices.Equal(a.namespaces, firstAsked) {
+					t.Errorf("alice may delete pods in %q: got questions about %q, want the same as when she may nowhere, %q", where, a.namespaces, firstAsked)
+				}
+			}
+		})
+	}
+	t.Run("a failing access check", func(t *testing.T) {
+		const want = `could not check whether user "alice" may delete pods in every namespace this PodTerminator targets, which it needs, so it is refused; try again later`
+		for _, failing := range []string{"", "ns-a", "ns-b", "ns-c"} {
+			a := webhook.AccessFunc(func(_ context.Context, _ authenticationv1.UserInfo, ns string) (bool, error) {
+				if ns == failing {
+					return false, fmt.Errorf("no answer about %q", ns)
+				}
+				return ns == "ns-a", nil
+			})
+			resp := review(t, newWebhook(t, a), request(t, admissionv1.Create, "alice", nil, terminator(in(targets...))))
+			if resp.Allowed || resp.Result == nil || resp.Result.Message != want {
+				t.Errorf("failing on %q: got allowed %v, result %+v; want refused with %q", failing, resp.Allowed, resp.Result, want)
+			}
+		}
+	})
+}
+
+// A review asks at most 1+validation.MaxNamespaces questions: one
+// cluster-wide, then one per namespace of a valid spec.
+func TestAReviewAsksABoundedNumberOfAccessQuestions(t *testing.T) {
+	many := make([]string, validation.MaxNamespaces+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("team-%d", i)
+	}
+	tests := []struct {
+		name       string
+		namespaces []string
+		wantAsked  int
+	}{
+		{name: "the most namespaces a spec may list", namespaces: many[:validation.MaxNamespaces], wantAsked: 1 + validation.MaxNamespaces},
+		{name: "one more, refused before any question", namespaces: many, wantAsked: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := &access{}
+			resp := review(t, newWebhook(t, a), request(t, admissionv1.Create, "bob", nil, terminator(in(tt.namespaces...))))
+			if resp.Allowed {
+				t.Fatalf("got allowed, want refused: bob may delete no pod")
+			}
+			if a.asked != tt.wantAsked {
+				t.Errorf("got %d questions, want %d", a.asked, tt.wantAsked)
+			}
+		})
 	}
 }
 
@@ -284,6 +366,24 @@ func TestTheAnswerStaysSmallWhateverTheObjectsSize(t *testing.T) {
 	if a.asked > 0 {
 		t.Errorf("got access asked %d times for an invalid spec, want 0", a.asked)
 	}
+}
+
+// request is the AdmissionRequest of user for obj, and old on an update.
+func request(t *testing.T, op admissionv1.Operation, user string, old, obj *chaosv1alpha1.PodTerminator) *admissionv1.AdmissionRequest {
+	t.Helper()
+	req := &admissionv1.AdmissionRequest{
+		UID:       "1",
+		Kind:      metav1.GroupVersionKind{Group: "chaos.kooperkit.io", Version: "v1alpha1", Kind: "PodTerminator"},
+		Resource:  metav1.GroupVersionResource{Group: "chaos.kooperkit.io", Version: "v1alpha1", Resource: "podterminators"},
+		Name:      obj.Name,
+		Operation: op,
+		Object:    raw(t, obj),
+		UserInfo:  authenticationv1.UserInfo{Username: user},
+	}
+	if old != nil {
+		req.OldObject = raw(t, old)
+	}
+	return req
 }
 
 func raw(t *testing.T, obj any) runtime.RawExtension {
