@@ -64,6 +64,18 @@ const (
 	mrKeptLabel = "faults.kooperkit.io/kept"
 )
 
+// mrCountedObjects are the kinds whose number the tenant's quota caps, as
+// operators/multi-resource/internal/tenant writes them, listed here anew.
+var mrCountedObjects = []corev1.ResourceName{
+	"count/configmaps", "count/secrets", "count/services", "count/persistentvolumeclaims",
+	"count/serviceaccounts", "count/replicationcontrollers",
+	"count/deployments.apps", "count/statefulsets.apps", "count/daemonsets.apps",
+	"count/jobs.batch", "count/cronjobs.batch",
+	"count/horizontalpodautoscalers.autoscaling", "count/poddisruptionbudgets.policy",
+	"count/ingresses.networking.k8s.io", "count/networkpolicies.networking.k8s.io",
+	"count/roles.rbac.authorization.k8s.io", "count/rolebindings.rbac.authorization.k8s.io",
+}
+
 // TestMultiResourceUnderFaults runs three replicas of the multi-resource
 // binary, under leader election as the operator's own ServiceAccount, each
 // through a fault-injecting proxy. Six Tenants are created with random
@@ -399,6 +411,15 @@ func (r *mrRun) tenantProblems(ctx context.Context, name string) []string {
 			corev1.ResourceRequestsCPU: sq.CPU, corev1.ResourceLimitsCPU: sq.CPU,
 			corev1.ResourceRequestsMemory: sq.Memory, corev1.ResourceLimitsMemory: sq.Memory,
 			corev1.ResourcePods: *resource.NewQuantity(int64(sq.Pods), resource.DecimalSI),
+		}
+		// Object counts: spec.quota.objects of each kind a tenant admin
+		// could multiply (100 unless set).
+		objects := int64(sq.Objects)
+		if objects == 0 {
+			objects = 100
+		}
+		for _, kind := range mrCountedObjects {
+			want[kind] = *resource.NewQuantity(objects, resource.DecimalSI)
 		}
 		if !equality.Semantic.DeepEqual(q.Spec.Hard, want) {
 			bad("ResourceQuota: got hard %v, want %v", q.Spec.Hard, want)

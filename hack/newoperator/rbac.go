@@ -12,7 +12,9 @@ type rule struct {
 	comment   string
 	groups    []string
 	resources []string
-	verbs     []string
+	// names, when set, limits the rule to objects of these names.
+	names []string
+	verbs []string
 }
 
 // role is one role of the operator: its manifest and binding, and where it
@@ -77,10 +79,16 @@ func (o operator) roles() []role {
 		file: "role.yaml", kind: "Role", namespace: "kooper-system", name: "kooper-$Name", goVar: "neededInNamespace",
 		comment: "Leader election: the Lease lives in the operator's own namespace only.",
 		rules: []rule{{
-			comment:   "watch: a standby sees a clean release at once and takes over.",
+			comment:   "create cannot be limited to a name (the object does not exist yet).",
 			groups:    []string{"coordination.k8s.io"},
 			resources: []string{"leases"},
-			verbs:     []string{"get", "create", "update", "watch"},
+			verbs:     []string{"create"},
+		}, {
+			comment:   "Its own Lease only: no other operator's election or shard Lease.\nwatch: a standby sees a clean release at once and takes over.",
+			groups:    []string{"coordination.k8s.io"},
+			resources: []string{"leases"},
+			names:     []string{"$Name"},
+			verbs:     []string{"get", "update", "watch"},
 		}},
 	}
 
@@ -149,7 +157,11 @@ func yamlRules(rules []rule) string {
 				fmt.Fprintf(&b, "  # %s\n", line)
 			}
 		}
-		fmt.Fprintf(&b, "  - apiGroups: [%s]\n    resources: [%s]\n    verbs: [%s]\n", quoted(r.groups), quoted(r.resources), quoted(r.verbs))
+		fmt.Fprintf(&b, "  - apiGroups: [%s]\n    resources: [%s]\n", quoted(r.groups), quoted(r.resources))
+		if len(r.names) > 0 {
+			fmt.Fprintf(&b, "    resourceNames: [%s]\n", quoted(r.names))
+		}
+		fmt.Fprintf(&b, "    verbs: [%s]\n", quoted(r.verbs))
 	}
 	return b.String()
 }
@@ -158,7 +170,11 @@ func yamlRules(rules []rule) string {
 func goRules(rules []rule) string {
 	var b strings.Builder
 	for _, r := range rules {
-		fmt.Fprintf(&b, "\t{APIGroups: []string{%s}, Resources: []string{%s}, Verbs: []string{%s}},\n", quoted(r.groups), quoted(r.resources), quoted(r.verbs))
+		names := ""
+		if len(r.names) > 0 {
+			names = fmt.Sprintf(" ResourceNames: []string{%s},", quoted(r.names))
+		}
+		fmt.Fprintf(&b, "\t{APIGroups: []string{%s}, Resources: []string{%s},%s Verbs: []string{%s}},\n", quoted(r.groups), quoted(r.resources), names, quoted(r.verbs))
 	}
 	return b.String()
 }

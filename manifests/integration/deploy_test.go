@@ -88,7 +88,8 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	}
 
 	// What lies outside the operators' namespace is installed too.
-	for _, name := range []string{"kooper-pod-terminator-ca-bundle-only", "kooper-pod-terminator-protected-pods", "kooper-multi-resource-tenant-namespaces", "kooper-multi-resource-admin-bindings"} {
+	for _, name := range []string{"kooper-pod-terminator-ca-bundle-only", "kooper-pod-terminator-protected-pods", "kooper-pod-terminator-webhook-secret",
+		"kooper-multi-resource-tenant-namespaces", "kooper-multi-resource-admin-bindings"} {
 		if _, err := policies.Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("policy %s: %v", name, err)
 		}

@@ -64,7 +64,8 @@ var samples = []deployable{
 		kinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
 			"CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget",
 			"Role", "Role", "RoleBinding", "RoleBinding", "Service", "Service", "ServiceAccount",
-			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding",
+			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy",
+			"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding",
 			"ValidatingWebhookConfiguration"},
 		// Events about PodTerminators (cluster-scoped) are written in default.
 		elsewhere: map[string][]string{"Role/kooper-pod-terminator-events": {"default"}, "RoleBinding/kooper-pod-terminator-events": {"default"}},

@@ -528,6 +528,13 @@ func schema_kooper_apis_tenancy_v1alpha1_Quota(ref common.ReferenceCallback) com
 							Format:      "int32",
 						},
 					},
+					"objects": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Objects caps the number of objects of each kind the tenant's admins can create in the namespace, kind by kind: ConfigMaps, Secrets, Services, PersistentVolumeClaims, ServiceAccounts, ReplicationControllers, Deployments, StatefulSets, DaemonSets, Jobs, CronJobs, HorizontalPodAutoscalers, PodDisruptionBudgets, Ingresses, NetworkPolicies, Roles and RoleBindings. What the cluster makes in every namespace counts too: the default ServiceAccount, the ConfigMap kube-root-ca.crt, the operator's RoleBinding and NetworkPolicy. Default 100.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
 				},
 				Required: []string{"cpu", "memory", "pods"},
 			},

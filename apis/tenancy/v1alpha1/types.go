@@ -131,6 +131,19 @@ type Quota struct {
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	Pods int32 `json:"pods"`
+	// Objects caps the number of objects of each kind the tenant's admins
+	// can create in the namespace, kind by kind: ConfigMaps, Secrets,
+	// Services, PersistentVolumeClaims, ServiceAccounts,
+	// ReplicationControllers, Deployments, StatefulSets, DaemonSets, Jobs,
+	// CronJobs, HorizontalPodAutoscalers, PodDisruptionBudgets, Ingresses,
+	// NetworkPolicies, Roles and RoleBindings. What the cluster makes in
+	// every namespace counts too: the default ServiceAccount, the ConfigMap
+	// kube-root-ca.crt, the operator's RoleBinding and NetworkPolicy.
+	// Default 100.
+	// +optional
+	// +kubebuilder:default=100
+	// +kubebuilder:validation:Minimum=1
+	Objects int32 `json:"objects,omitempty"`
 }
 
 // ContainerDefaults are the limits given to containers that set none.

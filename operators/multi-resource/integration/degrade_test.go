@@ -295,11 +295,14 @@ func degradationForbid(t *testing.T, admin kubernetes.Interface, resource string
 }
 
 // degradationCan reports whether the operator's ServiceAccount may do verb
-// on resource (of the core group) in a tenant namespace.
+// on resource (of the core group) in a tenant namespace, on the object of
+// that kind the operator writes there (its RBAC names them).
 func degradationCan(t testing.TB, admin kubernetes.Interface, resource, verb string) bool {
 	t.Helper()
+	ns := tenancyv1alpha1.NamespacePrefix + "degradation"
+	name := map[string]string{"resourcequotas": tenant.QuotaName, "limitranges": tenant.LimitRangeName, "namespaces": ns}[resource]
 	return rbactest.Can(t, admin, degradationUser, rbactest.ServiceAccountGroups(operator.DefaultNamespace), authorizationv1.ResourceAttributes{
-		Namespace: tenancyv1alpha1.NamespacePrefix + "degradation", Resource: resource, Verb: verb,
+		Namespace: ns, Resource: resource, Verb: verb, Name: name,
 	})
 }
 

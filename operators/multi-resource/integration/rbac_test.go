@@ -60,16 +60,21 @@ var needed = []rbacv1.PolicyRule{
 	{APIGroups: []string{"tenancy.kooperkit.io"}, Resources: []string{"tenants/status"}, Verbs: []string{"update"}},
 	{APIGroups: []string{"tenancy.kooperkit.io"}, Resources: []string{"tenants/finalizers"}, Verbs: []string{"update"}},
 	{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
-	{APIGroups: []string{""}, Resources: []string{"resourcequotas", "limitranges"}, Verbs: []string{"list", "watch", "create", "patch"}},
-	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"list", "watch", "create", "patch"}},
-	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"list", "watch", "create", "patch", "delete"}},
+	{APIGroups: []string{""}, Resources: []string{"resourcequotas", "limitranges"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, Verbs: []string{"create"}},
+	{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, ResourceNames: []string{"tenant-quota"}, Verbs: []string{"list", "watch", "patch"}},
+	{APIGroups: []string{""}, Resources: []string{"limitranges"}, ResourceNames: []string{"tenant-limits"}, Verbs: []string{"list", "watch", "patch"}},
+	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"rolebindings"}, ResourceNames: []string{"tenant-admins"}, Verbs: []string{"list", "watch", "patch"}},
+	{APIGroups: []string{"networking.k8s.io"}, Resources: []string{"networkpolicies"}, ResourceNames: []string{"tenant-default-deny"}, Verbs: []string{"list", "watch", "patch", "delete"}},
 	{APIGroups: []string{"rbac.authorization.k8s.io"}, Resources: []string{"clusterroles"}, ResourceNames: []string{"admin"}, Verbs: []string{"bind"}},
 }
 
 // neededInNamespace is what it does in its own namespace (leader election):
 // the Role must grant exactly this.
 var neededInNamespace = []rbacv1.PolicyRule{
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update", "watch"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"multi-resource"}, Verbs: []string{"get", "update", "watch"}},
 }
 
 func TestRBACRolesGrantExactlyWhatIsNeeded(t *testing.T) {
@@ -90,6 +95,12 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 	rbactest.CheckAllowed(t, client, rbacUser, groups, operator.DefaultNamespace, neededInNamespace)
 	denied := []authorizationv1.ResourceAttributes{
 		{Namespace: "some-tenant", Resource: "secrets", Verb: "get"},
+		// Children are read and changed by their fixed names only.
+		{Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Verb: "list"},
+		{Namespace: "kube-system", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Verb: "list"},
+		{Namespace: "some-tenant", Group: "rbac.authorization.k8s.io", Resource: "rolebindings", Verb: "patch", Name: "someone-elses"},
+		{Namespace: "some-tenant", Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "delete", Name: "someone-elses"},
+		{Resource: "resourcequotas", Verb: "watch"},
 		{Namespace: "some-tenant", Resource: "pods", Verb: "create"},
 		{Group: "tenancy.kooperkit.io", Resource: "tenants", Verb: "delete"},
 		{Group: "tenancy.kooperkit.io", Resource: "tenants", Verb: "update"}, // status only
@@ -97,6 +108,9 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		{Namespace: "some-tenant", Group: "apps", Resource: "deployments", Verb: "create"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "cluster-admin"},
 		{Namespace: "some-tenant", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
+		// Another operator's Lease in the shared namespace.
+		{Namespace: operator.DefaultNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Name: "pod-terminator"},
+		{Namespace: operator.DefaultNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "list"},
 		// The operator records no Events.
 		{Namespace: "some-tenant", Resource: "events", Verb: "create"},
 		{Namespace: "default", Resource: "events", Verb: "create"},
@@ -169,7 +183,7 @@ func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
 		t.Fatal(err)
 	}
 	cleanupNamespace(strayNS)
-	if _, err := admin.NetworkingV1().NetworkPolicies(strayNS).Create(ctx, rbacNetworkPolicy("admins"), metav1.CreateOptions{}); err != nil {
+	if _, err := admin.NetworkingV1().NetworkPolicies(strayNS).Create(ctx, rbacNetworkPolicy(tenant.NetworkPolicyName), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.RbacV1().ClusterRoles().Delete(ctx, "rbac-test-subset", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
@@ -179,19 +193,20 @@ func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
 	// it bind this one without the bind verb.
 	_, err := admin.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: "rbac-test-subset"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"list"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"create"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.RbacV1().ClusterRoles().Delete(ctx, "rbac-test-subset", metav1.DeleteOptions{}) })
-	// A NetworkPolicy outside the tenants, which the account may not delete.
-	_, err = admin.NetworkingV1().NetworkPolicies("default").Create(ctx, rbacNetworkPolicy("rbac-"+suffix), metav1.CreateOptions{})
+	// A NetworkPolicy outside the tenants, which the account may not delete
+	// (named as a tenant's: RBAC would refuse any other name first).
+	_, err = admin.NetworkingV1().NetworkPolicies("default").Create(ctx, rbacNetworkPolicy(tenant.NetworkPolicyName), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		_ = admin.NetworkingV1().NetworkPolicies("default").Delete(ctx, "rbac-"+suffix, metav1.DeleteOptions{})
+		_ = admin.NetworkingV1().NetworkPolicies("default").Delete(ctx, tenant.NetworkPolicyName, metav1.DeleteOptions{})
 	})
 
 	alice := []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: "alice"}}
@@ -367,22 +382,22 @@ func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
 		// An admin's LimitRange in the tenant's namespace, which the
 		// account then tries to adopt.
 		{name: "(an admin's limits in a tenant namespace)", act: func() error {
-			l := limits(tenantNS, "admins")
+			l := limits(tenantNS, tenant.LimitRangeName)
 			l.OwnerReferences = nil
 			_, err := admin.CoreV1().LimitRanges(tenantNS).Create(ctx, l, metav1.CreateOptions{})
 			return err
 		}},
 		{name: "adopt limits by adding the Tenant as their controller", policy: rbacTenantPolicy,
-			want: "may not change the owner references of limitranges admins", act: func() error {
+			want: "may not change the owner references of limitranges " + tenant.LimitRangeName, act: func() error {
 				patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": controlledBy(tn)}})
 				if err != nil {
 					return err
 				}
-				_, err = asAccount.CoreV1().LimitRanges(tenantNS).Patch(ctx, "admins", types.MergePatchType, patch, metav1.PatchOptions{})
+				_, err = asAccount.CoreV1().LimitRanges(tenantNS).Patch(ctx, tenant.LimitRangeName, types.MergePatchType, patch, metav1.PatchOptions{})
 				return err
 			}},
 		{name: "a network policy in a tenant namespace", act: func() error {
-			_, err := asAccount.NetworkingV1().NetworkPolicies(tenantNS).Create(ctx, ownedNetworkPolicy("isolation"), metav1.CreateOptions{})
+			_, err := asAccount.NetworkingV1().NetworkPolicies(tenantNS).Create(ctx, ownedNetworkPolicy(tenant.NetworkPolicyName), metav1.CreateOptions{})
 			return err
 		}},
 		{name: "a network policy with a finalizer", policy: rbacTenantPolicy, want: "may not set finalizers on networkpolicies held", act: func() error {
@@ -392,17 +407,17 @@ func TestRBACPoliciesKeepTheAccountInTenantNamespaces(t *testing.T) {
 			return err
 		}},
 		{name: "delete a network policy in a tenant namespace", act: func() error {
-			return asAccount.NetworkingV1().NetworkPolicies(tenantNS).Delete(ctx, "isolation", metav1.DeleteOptions{})
+			return asAccount.NetworkingV1().NetworkPolicies(tenantNS).Delete(ctx, tenant.NetworkPolicyName, metav1.DeleteOptions{})
 		}},
-		{name: "delete a network policy no Tenant controls", policy: rbacTenantPolicy, want: notControlled("networkpolicies", "admins"), act: func() error {
-			return asAccount.NetworkingV1().NetworkPolicies(strayNS).Delete(ctx, "admins", metav1.DeleteOptions{})
+		{name: "delete a network policy no Tenant controls", policy: rbacTenantPolicy, want: notControlled("networkpolicies", tenant.NetworkPolicyName), act: func() error {
+			return asAccount.NetworkingV1().NetworkPolicies(strayNS).Delete(ctx, tenant.NetworkPolicyName, metav1.DeleteOptions{})
 		}},
 		{name: "a network policy in default", policy: rbacTenantPolicy, want: outside("networkpolicies"), act: func() error {
 			_, err := asAccount.NetworkingV1().NetworkPolicies("default").Create(ctx, ownedNetworkPolicy("isolation"), metav1.CreateOptions{})
 			return err
 		}},
 		{name: "delete a network policy in default", policy: rbacTenantPolicy, want: outside("networkpolicies"), act: func() error {
-			return asAccount.NetworkingV1().NetworkPolicies("default").Delete(ctx, "rbac-"+suffix, metav1.DeleteOptions{})
+			return asAccount.NetworkingV1().NetworkPolicies("default").Delete(ctx, tenant.NetworkPolicyName, metav1.DeleteOptions{})
 		}},
 	} {
 		// In order: the tenant namespace is created first.

@@ -2,11 +2,13 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,5 +86,83 @@ func TestAStolenTokenDeletesNoPodInAProtectedNamespace(t *testing.T) {
 				t.Errorf("%s a pod in %s: got %v, want it refused by %s: %s", what, ns, err, podPolicy, want)
 			}
 		}
+	}
+}
+
+// secretPolicy is the ValidatingAdmissionPolicy of
+// manifests/rbac/pod-terminator/secret_policy.yaml.
+const secretPolicy = "kooper-pod-terminator-webhook-secret"
+
+// The pod-terminator's token may create Secrets in its namespace (for its
+// webhook's certificate), but only that one, as a TLS Secret: not a
+// ServiceAccount token Secret, which would have the token controller mint
+// a token for another account of the namespace. And it may read and write
+// its own Lease only, not another operator's. Real requests as the
+// account; the Secrets are server-side dry runs.
+func TestAStolenTokenMintsNoTokenAndTakesNoOtherLease(t *testing.T) {
+	ctx := context.Background()
+	applyKustomizations(t, rbacDir)
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	rbactest.CheckPolicyTypes(t, admin, secretPolicy, 60*time.Second)
+	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100))
+	ns := operator.DefaultNamespace
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	create := func(name string, typ corev1.SecretType, annotations map[string]string, data map[string][]byte) error {
+		_, err := asAccount.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Annotations: annotations}, Type: typ, Data: data,
+		}, dryRun)
+		return err
+	}
+	tls := map[string][]byte{corev1.TLSCertKey: nil, corev1.TLSPrivateKeyKey: nil}
+	token := map[string]string{corev1.ServiceAccountNameKey: "multi-resource"}
+	e2etest.Eventually(t, 60*time.Second, "the policy refuses a token Secret", func() bool {
+		return create(operator.DefaultWebhookSecret, corev1.SecretTypeServiceAccountToken, token, nil) != nil
+	})
+	refusal := func(name string, typ corev1.SecretType) string {
+		return fmt.Sprintf("the pod-terminator writes one Secret, %s of type kubernetes.io/tls, not %s of type %s", operator.DefaultWebhookSecret, name, typ)
+	}
+	for _, tc := range []struct {
+		name        string
+		secret      string
+		typ         corev1.SecretType
+		annotations map[string]string
+		data        map[string][]byte
+		want        string // in the refusal; "": allowed
+	}{
+		{name: "its certificate", secret: operator.DefaultWebhookSecret, typ: corev1.SecretTypeTLS, data: tls},
+		{name: "a token Secret under its certificate's name", secret: operator.DefaultWebhookSecret, typ: corev1.SecretTypeServiceAccountToken,
+			annotations: token, want: refusal(operator.DefaultWebhookSecret, corev1.SecretTypeServiceAccountToken)},
+		{name: "a token Secret", secret: "minted", typ: corev1.SecretTypeServiceAccountToken,
+			annotations: token, want: refusal("minted", corev1.SecretTypeServiceAccountToken)},
+		{name: "a TLS Secret of another name", secret: "other-tls", typ: corev1.SecretTypeTLS, data: tls,
+			want: refusal("other-tls", corev1.SecretTypeTLS)},
+	} {
+		err := create(tc.secret, tc.typ, tc.annotations, tc.data)
+		switch {
+		case tc.want == "" && err != nil && !apierrors.IsAlreadyExists(err):
+			// AlreadyExists: a test before this one ran the operator,
+			// which made the Secret; the check comes after admission.
+			t.Errorf("%s: %v, want it allowed", tc.name, err)
+		case tc.want != "" && (!apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy '"+secretPolicy+"'") ||
+			!strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: got %v, want it refused by %s: %s", tc.name, err, secretPolicy, tc.want)
+		}
+	}
+
+	// Another operator's Lease, in the namespace they share.
+	leases := admin.CoordinationV1().Leases(ns)
+	other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other-operator-" + rand.String(5)}}
+	if _, err := leases.Create(ctx, other, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = leases.Delete(ctx, other.Name, metav1.DeleteOptions{}) })
+	if _, err := asAccount.CoordinationV1().Leases(ns).Get(ctx, other.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("get another operator's Lease: got %v, want forbidden", err)
+	}
+	if _, err := asAccount.CoordinationV1().Leases(ns).Update(ctx, other, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("update another operator's Lease: got %v, want forbidden", err)
+	}
+	if _, err := asAccount.CoordinationV1().Leases(ns).Get(ctx, operator.DefaultName, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		t.Errorf("get its own Lease: got %v, want it found or not found", err)
 	}
 }

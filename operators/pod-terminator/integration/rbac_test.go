@@ -42,7 +42,8 @@ var needed = []rbacv1.PolicyRule{
 // neededInNamespace is what it does in its own namespace: the Role must grant
 // exactly this.
 var neededInNamespace = []rbacv1.PolicyRule{
-	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"get", "create", "update", "watch"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
+	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"pod-terminator"}, Verbs: []string{"get", "update", "watch"}},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"create"}},
 	{APIGroups: []string{""}, Resources: []string{"secrets"}, ResourceNames: []string{"pod-terminator-webhook-tls"}, Verbs: []string{"get", "update"}},
 }
@@ -95,6 +96,11 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		{Namespace: "some-namespace", Group: "apps", Resource: "deployments", Verb: "delete"},
 		{Namespace: "kooper-system", Resource: "secrets", Verb: "get", Name: "someone-elses-secret"},
 		{Namespace: "kooper-system", Resource: "secrets", Verb: "list"},
+		// Another operator's Lease in the shared namespace: releasing it
+		// would give that operator two leaders.
+		{Namespace: "kooper-system", Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Name: "multi-resource"},
+		{Namespace: "kooper-system", Group: "coordination.k8s.io", Resource: "leases", Verb: "get", Name: "pod-sharding-0"},
+		{Namespace: "kooper-system", Group: "coordination.k8s.io", Resource: "leases", Verb: "list"},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "update", Name: "someone-elses-webhook"},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "list"},
 		{Namespace: "some-namespace", Resource: "events", Verb: "create"},

@@ -176,6 +176,9 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: memory
       type:
         namedType: io.k8s.apimachinery.pkg.api.resource.Quantity
+    - name: objects
+      type:
+        scalar: numeric
     - name: pods
       type:
         scalar: numeric

@@ -294,17 +294,14 @@ func newNamespace(want *corev1ac.NamespaceApplyConfiguration) (*corev1.Namespace
 }
 
 // cachedAndOwned reports whether the Namespace controller's cache holds
-// namespace name, controlled by t.
+// namespace name, controlled by t: a namespace whose controller is not
+// this very Tenant is read from the API server and checked there.
 func (h *Handler) cachedAndOwned(name string, t *tenancyv1alpha1.Tenant) bool {
 	if h.Cache == nil {
 		return false
 	}
 	ns, ok := h.Cache.Namespace(name)
-	if !ok {
-		return false
-	}
-	ref := metav1.GetControllerOfNoCopy(ns)
-	return ref != nil && ref.UID == t.UID
+	return ok && tenant.OwnedBy(ns, t)
 }
 
 // live reports whether the Tenant cache still holds the Tenant name with

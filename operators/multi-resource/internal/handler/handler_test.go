@@ -90,6 +90,42 @@ func TestATenantGetsEveryChildAndAReadyStatus(t *testing.T) {
 	}
 }
 
+// The ResourceQuota also caps the number of objects of each kind a
+// tenant's admins can create: spec.quota.objects, or its default.
+func TestTheQuotaCapsObjectCounts(t *testing.T) {
+	tests := []struct {
+		name    string
+		objects int32
+		want    int64
+	}{
+		{"unset: the default", 0, tenant.DefaultObjects},
+		{"set", 30, 30},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			tn := acme(true)
+			tn.Spec.Quota.Objects = tt.objects
+			h, kube, _ := newHandler(t, tn)
+			if err := h.Handle(ctx, tn); err != nil {
+				t.Fatal(err)
+			}
+			q, err := kube.CoreV1().ResourceQuotas("tenant-acme").Get(ctx, tenant.QuotaName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []corev1.ResourceName{"count/rolebindings.rbac.authorization.k8s.io", "count/networkpolicies.networking.k8s.io", "count/configmaps", "count/secrets"} {
+				if got := q.Spec.Hard.Name(r, resource.DecimalSI); got.Value() != tt.want {
+					t.Errorf("got %s %s, want %d", r, got.String(), tt.want)
+				}
+			}
+			if q.Spec.Hard.Pods().Value() != 20 {
+				t.Errorf("got pods %s, want 20", q.Spec.Hard.Pods().String())
+			}
+		})
+	}
+}
+
 func TestANamespaceSomeoneElseMadeIsNeverAdopted(t *testing.T) {
 	ctx := context.Background()
 	theirs := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-acme", Labels: map[string]string{"team": "other"}}}
@@ -290,6 +326,12 @@ func TestTheNamespaceCalls(t *testing.T) {
 	}}}
 	older := ours.DeepCopy()
 	older.OwnerReferences[0].UID = "old-uid"
+	// The cache holds whatever is labelled managed-by: only a controller
+	// reference to a Tenant, with this Tenant's UID, is trusted.
+	otherKind := ours.DeepCopy()
+	otherKind.OwnerReferences[0].Kind = "Team"
+	otherGroup := ours.DeepCopy()
+	otherGroup.OwnerReferences[0].APIVersion = "example.com/v1"
 	for _, step := range []struct {
 		name string
 		h    *handler.Handler
@@ -299,6 +341,8 @@ func TestTheNamespaceCalls(t *testing.T) {
 		{"in the cache, ours: apply only", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": ours}}), []string{"patch"}},
 		{"not in the cache yet: create, read, apply", with(cached{}), []string{"create", "get", "patch"}},
 		{"in the cache, an older Tenant's: create, read, apply", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": older}}), []string{"create", "get", "patch"}},
+		{"in the cache, controlled by another kind with the Tenant's UID: create, read, apply", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": otherKind}}), []string{"create", "get", "patch"}},
+		{"in the cache, controlled by a Tenant of another group: create, read, apply", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": otherGroup}}), []string{"create", "get", "patch"}},
 	} {
 		if got := handle(step.h); !slices.Equal(got, step.want) {
 			t.Errorf("%s: got namespace calls %v, want %v", step.name, got, step.want)

@@ -9,10 +9,19 @@
 // and only routes: its handler, owner.EnqueueOwner, queues a changed or
 // deleted child's Tenant in the Tenant controller, with no API call. The
 // child controllers list and watch only the metadata of the objects
-// labelled as managed by this operator, never resync (the Tenant
-// controller does), and see deletions (controller.Config.HandleDeleted) so
-// that a child deleted by hand is made again. A child kind the operator
-// cannot read stops only its own controller.
+// labelled as managed by this operator and, for the namespaced kinds,
+// named as that child is in every tenant's namespace; they never resync
+// (the Tenant controller does), and see deletions
+// (controller.Config.HandleDeleted) so that a child deleted by hand is made
+// again. A child kind the operator cannot read stops only its own
+// controller.
+//
+// A tenant's admins can create objects in their namespace with any labels
+// and annotations, and annotate the children they may edit: what the
+// operator caches must not grow with that. The name selects at most one
+// object per namespace and kind on the API server, whatever else carries
+// the label, and the child controllers keep of each object only what the
+// operator reads (slim): no annotations, no managedFields.
 package operator
 
 import (
@@ -29,6 +38,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -97,6 +108,11 @@ type Config struct {
 	Logger log.Logger
 	// Registry receives the metrics. Default: a new registry.
 	Registry *prom.Registry
+	// ChildCaches, if set, is given read access to the child controllers'
+	// caches once Run has made them, as Registry is given the metrics:
+	// what the operator keeps in memory can then be read (the integration
+	// tests check it). Default nil.
+	ChildCaches *ChildCaches
 }
 
 func (c *Config) defaults() {
@@ -180,23 +196,14 @@ func Run(ctx context.Context, cfg Config) error {
 	// endregion: primary
 
 	// region: children
-	children := []struct {
-		kind     string
-		resource schema.GroupVersionResource
-	}{
-		{tenant.KindNamespace, corev1.SchemeGroupVersion.WithResource("namespaces")},
-		{tenant.KindResourceQuota, corev1.SchemeGroupVersion.WithResource("resourcequotas")},
-		{tenant.KindLimitRange, corev1.SchemeGroupVersion.WithResource("limitranges")},
-		{tenant.KindRoleBinding, rbacv1.SchemeGroupVersion.WithResource("rolebindings")},
-		{tenant.KindNetworkPolicy, networkingv1.SchemeGroupVersion.WithResource("networkpolicies")},
-	}
 	for _, child := range children {
 		ctrl, err := controller.New(controller.Config{
 			Name: cfg.Name + "-" + strings.ToLower(child.kind),
 			// Route the child to its Tenant: queue the Tenant's key in the
 			// Tenant controller (traced, if tracing).
 			Handler:         controller.Chain(owner.EnqueueOwner(primary, tenancyv1alpha1.Kind("Tenant")), traced...),
-			Retriever:       managed(md, child.resource),
+			Retriever:       managed(md, child),
+			Transform:       slim,
 			DisableResync:   true,
 			HandleDeleted:   true,
 			Logger:          cfg.Logger,
@@ -208,6 +215,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if child.kind == tenant.KindNamespace {
 			c.namespaces = ctrl
 		}
+		cfg.ChildCaches.set(child.kind, ctrl)
 		ctrls = append(ctrls, ctrl)
 	}
 	// endregion: children
@@ -292,20 +300,58 @@ func get(ctrl *controller.Controller, key string) (metav1.Object, bool) {
 
 // region: managed
 
-// managed returns a retriever of the metadata of resource's objects
-// labelled as managed by this operator, and only those.
-func managed(md metadata.Interface, resource schema.GroupVersionResource) controller.Retriever {
-	sel := tenant.ManagedByLabel + "=" + tenant.ManagedBy
-	res := md.Resource(resource).Namespace("") // every namespace
+// child is a kind of object the operator makes for every Tenant.
+type child struct {
+	kind     string
+	resource schema.GroupVersionResource
+	// name is the object's name in every tenant's namespace; "" for the
+	// namespace itself, named after its Tenant.
+	name string
+}
+
+// children are the kinds the child controllers watch.
+var children = []child{
+	{tenant.KindNamespace, corev1.SchemeGroupVersion.WithResource("namespaces"), ""},
+	{tenant.KindResourceQuota, corev1.SchemeGroupVersion.WithResource("resourcequotas"), tenant.QuotaName},
+	{tenant.KindLimitRange, corev1.SchemeGroupVersion.WithResource("limitranges"), tenant.LimitRangeName},
+	{tenant.KindRoleBinding, rbacv1.SchemeGroupVersion.WithResource("rolebindings"), tenant.RoleBindingName},
+	{tenant.KindNetworkPolicy, networkingv1.SchemeGroupVersion.WithResource("networkpolicies"), tenant.NetworkPolicyName},
+}
+
+// managed returns a retriever of the metadata of c's objects in every
+// namespace, selected on the API server by selectors: only those can
+// reach the cache.
+func managed(md metadata.Interface, c child) controller.Retriever {
+	label, field := selectors(c)
+	res := md.Resource(c.resource).Namespace("") // every namespace
 	return controller.NewRetriever(md,
 		func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			opts.LabelSelector = sel
+			opts.LabelSelector, opts.FieldSelector = label, field
 			return res.List(ctx, opts)
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = sel
+			opts.LabelSelector, opts.FieldSelector = label, field
 			return res.Watch(ctx, opts)
 		})
+}
+
+// selectors returns the label and field selectors of c's list and watch.
+// Anyone who may write objects in a namespace may label them as managed by
+// this operator, a tenant's admins included: the label alone would let
+// them fill the cache. A namespaced child also has its fixed name, which
+// the field selector metadata.name (every resource supports it) requires:
+// at most one object per namespace and kind, whatever tenants create. The
+// API server authorizes such a list or watch as one of that name (a
+// refusal reads `limitranges "tenant-limits" is forbidden`). Namespaces
+// keep the label alone: their names only share a prefix, which no field
+// selector matches, and tenants can neither create nor label namespaces
+// (the admin ClusterRole only reads its own).
+func selectors(c child) (label, field string) {
+	label = labels.SelectorFromSet(labels.Set{tenant.ManagedByLabel: tenant.ManagedBy}).String()
+	if c.name != "" {
+		field = fields.OneTermEqualSelector("metadata.name", c.name).String()
+	}
+	return label, field
 }
 
 // endregion: managed

@@ -8,7 +8,11 @@
 // owner reference to the Tenant: deleting the Tenant deletes them through
 // the garbage collector. The namespace also carries the Pod Security labels
 // of the Tenant's level (PodSecurity): the operator owns them, so a hand
-// edit lowering the level is undone like any other drift.
+// edit lowering the level is undone like any other drift. The
+// ResourceQuota caps, besides CPU, memory and pods, the number of objects
+// of each kind the tenant's admins can create (spec.quota.objects): what
+// they create is stored in etcd and cached by every controller of its
+// kind.
 package tenant
 
 import (
@@ -20,6 +24,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	networkingv1ac "k8s.io/client-go/applyconfigurations/networking/v1"
@@ -105,13 +110,7 @@ func Desired(t *tenancyv1alpha1.Tenant) Children {
 	c := Children{
 		Namespace: corev1ac.Namespace(ns).WithLabels(labels).WithLabels(podSecurityLabels(t)).WithOwnerReferences(owner),
 		Quota: corev1ac.ResourceQuota(QuotaName, ns).WithLabels(labels).WithOwnerReferences(owner).
-			WithSpec(corev1ac.ResourceQuotaSpec().WithHard(corev1.ResourceList{
-				corev1.ResourceRequestsCPU:    q.CPU,
-				corev1.ResourceLimitsCPU:      q.CPU,
-				corev1.ResourceRequestsMemory: q.Memory,
-				corev1.ResourceLimitsMemory:   q.Memory,
-				corev1.ResourcePods:           *resourceInt(int64(q.Pods)),
-			})),
+			WithSpec(corev1ac.ResourceQuotaSpec().WithHard(hard(q))),
 		LimitRange: corev1ac.LimitRange(LimitRangeName, ns).WithLabels(labels).WithOwnerReferences(owner).
 			WithSpec(corev1ac.LimitRangeSpec().WithLimits(corev1ac.LimitRangeItem().
 				WithType(corev1.LimitTypeContainer).
@@ -132,6 +131,60 @@ func Desired(t *tenancyv1alpha1.Tenant) Children {
 }
 
 // endregion: desired
+
+// DefaultObjects is how many objects of each counted kind a namespace may
+// hold when its Tenant's spec.quota.objects is unset (0): the schema's
+// default, for a Tenant stored before the field existed.
+const DefaultObjects = 100
+
+// countedObjects are the kinds whose number in a namespace spec.quota.objects
+// caps, each kind on its own (object count quota, count/<resource>.<group>):
+// what the admin ClusterRole lets a tenant's admins create, but for Pods,
+// which spec.quota.pods caps, and ReplicaSets, which Deployments make (up
+// to revisionHistoryLimit old ones each): a cap on them would stall
+// rollouts. Each object is stored in etcd and cached by every controller
+// that watches its kind: a tenant must not be able to make them without
+// bound.
+var countedObjects = []corev1.ResourceName{
+	"count/configmaps",
+	"count/secrets",
+	"count/services",
+	"count/persistentvolumeclaims",
+	"count/serviceaccounts",
+	"count/replicationcontrollers",
+	"count/deployments.apps",
+	"count/statefulsets.apps",
+	"count/daemonsets.apps",
+	"count/jobs.batch",
+	"count/cronjobs.batch",
+	"count/horizontalpodautoscalers.autoscaling",
+	"count/poddisruptionbudgets.policy",
+	"count/ingresses.networking.k8s.io",
+	"count/networkpolicies.networking.k8s.io",
+	"count/roles.rbac.authorization.k8s.io",
+	"count/rolebindings.rbac.authorization.k8s.io",
+}
+
+// hard returns the ResourceQuota's hard limits for q: CPU and memory (the
+// requests and the limits), pods, and the number of objects of each
+// counted kind.
+func hard(q *tenancyv1alpha1.Quota) corev1.ResourceList {
+	l := corev1.ResourceList{
+		corev1.ResourceRequestsCPU:    q.CPU,
+		corev1.ResourceLimitsCPU:      q.CPU,
+		corev1.ResourceRequestsMemory: q.Memory,
+		corev1.ResourceLimitsMemory:   q.Memory,
+		corev1.ResourcePods:           *resourceInt(int64(q.Pods)),
+	}
+	objects := int64(q.Objects)
+	if objects <= 0 {
+		objects = DefaultObjects
+	}
+	for _, r := range countedObjects {
+		l[r] = *resourceInt(objects)
+	}
+	return l
+}
 
 // PodSecurity returns the Pod Security level t's namespace enforces: the
 // spec's, and restricted when it is unset (the schema defaults it, but an
@@ -164,10 +217,16 @@ func subjects(admins []tenancyv1alpha1.Admin) []*rbacv1ac.SubjectApplyConfigurat
 	return out
 }
 
-// OwnedBy reports whether obj's controller is the Tenant t (same UID).
+// OwnedBy reports whether obj's controller is the Tenant t: a Tenant of
+// this API group (any version) with t's UID, which is what makes it t and
+// not an earlier Tenant of the same name.
 func OwnedBy(obj metav1.Object, t *tenancyv1alpha1.Tenant) bool {
 	ref := metav1.GetControllerOfNoCopy(obj)
-	return ref != nil && ref.UID == t.UID && ref.Kind == "Tenant"
+	if ref == nil || ref.UID != t.UID || ref.Kind != "Tenant" {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	return err == nil && gv.Group == tenancyv1alpha1.SchemeGroupVersion.Group
 }
 
 func resourceInt(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }

@@ -88,6 +88,60 @@ func TestDesired(t *testing.T) {
 	}
 }
 
+// Besides CPU, memory and pods, the quota caps the number of objects of
+// each kind a tenant's admins can create: what they make is stored in
+// etcd and cached by every controller of its kind, the operator's
+// included.
+func TestTheQuotaCapsTheObjectsOfEachKind(t *testing.T) {
+	tests := []struct {
+		name    string
+		objects int32
+		want    int64
+	}{
+		{name: "unset: the default", objects: 0, want: tenant.DefaultObjects},
+		{name: "set", objects: 30, want: 30},
+		{name: "one", objects: 1, want: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tn := acme(true)
+			tn.Spec.Quota.Objects = tt.objects
+			hard := *tenant.Desired(tn).Quota.Spec.Hard
+			for _, r := range []corev1.ResourceName{
+				"count/rolebindings.rbac.authorization.k8s.io", "count/networkpolicies.networking.k8s.io",
+				"count/roles.rbac.authorization.k8s.io", "count/configmaps", "count/secrets", "count/services",
+				"count/persistentvolumeclaims", "count/serviceaccounts", "count/deployments.apps", "count/jobs.batch",
+			} {
+				if q, ok := hard[r]; !ok || q.Value() != tt.want {
+					t.Errorf("got %s %v (set: %v), want %d", r, q.String(), ok, tt.want)
+				}
+			}
+			counts := 0
+			for r, q := range hard {
+				if !strings.HasPrefix(string(r), "count/") {
+					continue
+				}
+				counts++
+				if q.Value() != tt.want {
+					t.Errorf("got %s %s, want %d", r, q.String(), tt.want)
+				}
+			}
+			if _, ok := hard["count/replicasets.apps"]; ok {
+				t.Errorf("got ReplicaSets counted, want them left to their Deployments")
+			}
+			if _, ok := hard["count/pods"]; ok {
+				t.Errorf("got count/pods, want pods capped by quota.pods only")
+			}
+			if counts != 17 {
+				t.Errorf("got %d object counts, want 17", counts)
+			}
+			if q := hard[corev1.ResourcePods]; q.Value() != 20 {
+				t.Errorf("got pods %s, want 20", q.String())
+			}
+		})
+	}
+}
+
 func TestNoNetworkPolicyWithoutIsolation(t *testing.T) {
 	if c := tenant.Desired(acme(false)); c.NetworkPolicy != nil {
 		t.Errorf("got a NetworkPolicy for a tenant that is not isolated")
@@ -103,9 +157,12 @@ func TestOwnedBy(t *testing.T) {
 		want bool
 	}{
 		{"no owner", nil, false},
-		{"the tenant", []metav1.OwnerReference{{Kind: "Tenant", Name: "acme", UID: "acme-uid", Controller: &yes}}, true},
-		{"a re-created tenant", []metav1.OwnerReference{{Kind: "Tenant", Name: "acme", UID: "old-uid", Controller: &yes}}, false},
-		{"not as controller", []metav1.OwnerReference{{Kind: "Tenant", Name: "acme", UID: "acme-uid"}}, false},
+		{"the tenant", []metav1.OwnerReference{{APIVersion: "tenancy.kooperkit.io/v1alpha1", Kind: "Tenant", Name: "acme", UID: "acme-uid", Controller: &yes}}, true},
+		{"the tenant, at another version", []metav1.OwnerReference{{APIVersion: "tenancy.kooperkit.io/v1", Kind: "Tenant", Name: "acme", UID: "acme-uid", Controller: &yes}}, true},
+		{"a re-created tenant", []metav1.OwnerReference{{APIVersion: "tenancy.kooperkit.io/v1alpha1", Kind: "Tenant", Name: "acme", UID: "old-uid", Controller: &yes}}, false},
+		{"not as controller", []metav1.OwnerReference{{APIVersion: "tenancy.kooperkit.io/v1alpha1", Kind: "Tenant", Name: "acme", UID: "acme-uid"}}, false},
+		{"another kind with the tenant's UID", []metav1.OwnerReference{{APIVersion: "tenancy.kooperkit.io/v1alpha1", Kind: "Team", Name: "acme", UID: "acme-uid", Controller: &yes}}, false},
+		{"a Tenant of another group with the tenant's UID", []metav1.OwnerReference{{APIVersion: "example.com/v1", Kind: "Tenant", Name: "acme", UID: "acme-uid", Controller: &yes}}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

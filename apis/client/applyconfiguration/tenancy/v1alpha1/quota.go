@@ -35,6 +35,16 @@ type QuotaApplyConfiguration struct {
 	Memory *resource.Quantity `json:"memory,omitempty"`
 	// Pods caps the number of pods.
 	Pods *int32 `json:"pods,omitempty"`
+	// Objects caps the number of objects of each kind the tenant's admins
+	// can create in the namespace, kind by kind: ConfigMaps, Secrets,
+	// Services, PersistentVolumeClaims, ServiceAccounts,
+	// ReplicationControllers, Deployments, StatefulSets, DaemonSets, Jobs,
+	// CronJobs, HorizontalPodAutoscalers, PodDisruptionBudgets, Ingresses,
+	// NetworkPolicies, Roles and RoleBindings. What the cluster makes in
+	// every namespace counts too: the default ServiceAccount, the ConfigMap
+	// kube-root-ca.crt, the operator's RoleBinding and NetworkPolicy.
+	// Default 100.
+	Objects *int32 `json:"objects,omitempty"`
 }
 
 // QuotaApplyConfiguration constructs a declarative configuration of the Quota type for use with
@@ -64,5 +74,13 @@ func (b *QuotaApplyConfiguration) WithMemory(value resource.Quantity) *QuotaAppl
 // If called multiple times, the Pods field is set to the value of the last call.
 func (b *QuotaApplyConfiguration) WithPods(value int32) *QuotaApplyConfiguration {
 	b.Pods = &value
+	return b
+}
+
+// WithObjects sets the Objects field in the declarative configuration to the given value
+// and returns the receiver, so that objects can be built by chaining "With" function invocations.
+// If called multiple times, the Objects field is set to the value of the last call.
+func (b *QuotaApplyConfiguration) WithObjects(value int32) *QuotaApplyConfiguration {
+	b.Objects = &value
 	return b
 }
