@@ -198,12 +198,16 @@ type Runner struct {
 	claims    map[int]bool          // in the Lease's annotation
 	verified  map[int]bool          // acquired by the controllers
 	view      *view
+	peers     *peers
 	suspended atomic.Bool // set by the deadline timer
 	deadline  *time.Timer
 	// lastRenew is the start of the last successful renewal.
 	lastRenew atomic.Pointer[time.Time]
 	// joined is true while this replica's Lease exists.
 	joined atomic.Bool
+	// starved says why this replica holds no slot while it should; nil
+	// while it holds one (peers.judge).
+	starved atomic.Pointer[string]
 }
 
 // New returns a Runner for the controllers sharded (each handles its share
@@ -234,10 +238,16 @@ func (r *Runner) Slots() []int { return slices.Clone(*r.owned.Load()) }
 // Ready reports this replica's state for /readyz (kooper/health's
 // Config.Ready): an error until it has joined its group, then how it
 // shards, e.g. "sharded server-side: 11 of 32 slots". A replica that owns
-// no slot yet is ready: the others own them. Safe for concurrent use.
+// no slot while joining is ready: the others own them. One that has owned
+// none for RenewDeadline while it should own some (the slots are held by
+// Leases that do not let go, see doc.go) is not, and the error names
+// them. Safe for concurrent use.
 func (r *Runner) Ready() (string, error) {
 	if !r.joined.Load() {
 		return "", errors.New("sharding: not in the group yet")
+	}
+	if why := r.starved.Load(); why != nil {
+		return "", errors.New(*why)
 	}
 	return fmt.Sprintf("sharded %s: %d of %d slots", r.Mode(), len(*r.owned.Load()), r.cfg.Slots), nil
 }
@@ -313,6 +323,7 @@ func (r *Runner) Run(ctx context.Context) error {
 
 	wake := make(chan struct{}, 1)
 	r.view = newView(r.cfg.LeaseDuration)
+	r.peers = newPeers(r.cfg.Slots, r.cfg.RenewDeadline)
 	// The group as it is now, before the first step: a replica that joins
 	// must not see itself alone and claim every slot nobody claims yet.
 	if list, err := r.cfg.Client.Leases(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelGroup + "=" + r.cfg.Name}); err == nil {
@@ -380,33 +391,24 @@ func (r *Runner) step(ctx context.Context) error {
 	}
 	now := time.Now()
 	r.cleanUp(ctx, now)
-	if other, bad := r.view.mismatched(now, r.cfg.Slots); bad {
-		// Two partitions of the hash space cannot share out one set of
-		// objects: hold nothing until the other replica is gone (a rolling
-		// update that changes Slots finishes with the old replicas gone).
-		if len(r.claims) > 0 {
-			r.log.Error("another replica of the group uses another number of slots: handling nothing until it is gone", "other", other, "slots", r.cfg.Slots)
-			r.suspend()
-			r.claims = map[int]bool{}
-			if err := r.write(ctx); err != nil {
-				r.log.Warn("could not give up the claims", log.KeyErr, err)
-			}
-		}
-		return nil
+	// Which Leases count as members, and which slots any other Lease
+	// claims, whatever its slot count (peers.go, doc.go).
+	j := r.peers.judge(now, readLeases(r.view.others(now, r.lease.Name), r.cfg.Slots), r.lease.Name, r.claims, r.verified)
+	for _, f := range j.news {
+		r.log.Warn(f.msg, f.kv...)
 	}
-	members, claimsOf := r.view.live(now, r.lease.Name)
-	claimsOf[r.lease.Name] = slices.Collect(maps.Keys(r.claims))
-	members = append(members, r.lease.Name)
-	slices.Sort(members)
-	want := map[int]bool{}
-	for _, s := range assign(r.cfg.Slots, members, claimsOf)[r.lease.Name] {
-		want[s] = true
-	}
+	want := j.want
 
 	// 1. Release first: stop, drain, then remove the claim.
 	released := false
 	for s := range r.claims {
 		if want[s] {
+			continue
+		}
+		if r.verified[s] && len(j.claimed[s]) > 0 {
+			// Another Lease claims it too: a replica does so only until its
+			// next check, and while it does, the one that should own the
+			// slot could not take it. Kept, whoever claims it.
 			continue
 		}
 		if !r.release(ctx, s) {
@@ -421,18 +423,11 @@ func (r *Runner) step(ctx context.Context) error {
 		}
 	}
 
-	// 2. Claim what is free, then check with a quorum read.
-	taken := map[int]bool{}
-	for name, slots := range claimsOf {
-		if name != r.lease.Name {
-			for _, s := range slots {
-				taken[s] = true
-			}
-		}
-	}
+	// 2. Claim what no other live Lease claims, then check with a quorum
+	// read.
 	added := false
 	for s := range want {
-		if !r.claims[s] && !taken[s] {
+		if !r.claims[s] && len(j.claimed[s]) == 0 {
 			r.claims[s] = true
 			added = true
 		}
@@ -447,13 +442,28 @@ func (r *Runner) step(ctx context.Context) error {
 		r.verify(ctx)
 	}
 	r.report()
+	r.setStarved(j.starved, len(r.verified) > 0)
 	return nil
+}
+
+// setStarved publishes why this replica holds no slot while it should
+// ("" if it does not), logging when that begins. held: it holds a slot
+// after this step's checks.
+func (r *Runner) setStarved(why string, held bool) {
+	if why == "" || held {
+		r.starved.Store(nil)
+		return
+	}
+	if r.starved.Load() == nil {
+		r.log.Warn("holding no slot while this replica should own some: not ready", "why", why)
+	}
+	r.starved.Store(&why)
 }
 
 // verify checks the claims not yet verified against every Lease of the
 // group, read from the API server (a quorum read) after they were written:
-// a slot no other live replica claims is acquired; one that another
-// claims is given up.
+// a slot that no other live Lease claims, whatever its slot count, is
+// acquired; one that another claims is given up.
 func (r *Runner) verify(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.RenewDeadline/2)
 	defer cancel()
@@ -464,30 +474,15 @@ func (r *Runner) verify(ctx context.Context) {
 	}
 	now := time.Now()
 	r.view.replace(list.Items, now)
-	if other, bad := r.view.mismatched(now, r.cfg.Slots); bad {
-		r.log.Error("another replica of the group uses another number of slots: handling nothing until it is gone", "other", other, "slots", r.cfg.Slots)
-		r.suspend()
-		r.claims = map[int]bool{}
-		if err := r.write(ctx); err != nil {
-			r.log.Warn("could not give up the claims", log.KeyErr, err)
-		}
-		return
-	}
-	_, claimsOf := r.view.live(now, r.lease.Name)
-	taken := map[int]string{}
-	for name, slots := range claimsOf {
-		for _, s := range slots {
-			taken[s] = name
-		}
-	}
+	taken := claimed(readLeases(r.view.others(now, r.lease.Name), r.cfg.Slots))
 	dropped := false
 	var acquired []int
 	for s := range r.claims {
 		if r.verified[s] {
 			continue
 		}
-		if other, ok := taken[s]; ok {
-			r.log.Info("slot claimed by another replica too: giving it up", "slot", s, "other", other)
+		if others, ok := taken[s]; ok {
+			r.log.Info("slot claimed by another Lease too: giving it up", "slot", s, "other", others[0])
 			delete(r.claims, s)
 			dropped = true
 			continue
@@ -670,9 +665,10 @@ func (r *Runner) leave() {
 	r.log.Info("left the group")
 }
 
-// cleanUp deletes the Leases of replicas gone for ten lease durations.
+// cleanUp deletes the Leases of replicas gone for forgetAfter lease
+// durations.
 func (r *Runner) cleanUp(ctx context.Context, now time.Time) {
-	for _, l := range r.view.stale(now, 10*r.cfg.LeaseDuration) {
+	for _, l := range r.view.stale(now, forgetAfter*r.cfg.LeaseDuration) {
 		err := r.cfg.Client.Leases(r.cfg.Namespace).Delete(ctx, l.Name, metav1.DeleteOptions{
 			Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion},
 		})

@@ -6,13 +6,12 @@ import (
 	"testing"
 	"time"
 
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	"k8s.io/utils/ptr"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/controllertest"
@@ -22,10 +21,19 @@ import (
 // quick are timings for tests.
 func quick(client *fake.Clientset) sharding.Config {
 	return sharding.Config{
-		Name: "pods", Namespace: "ns", Client: client.CoordinationV1(), Slots: 4,
+		Name: "pods", Namespace: "ns", Client: fakeLeases{client.CoordinationV1()}, Slots: 4,
 		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
 	}
 }
+
+// fakeLeases is a fake clientset's Leases client that says, as the
+// clientset does, that it cannot stream lists: the Runner's watch of the
+// group then lists and watches, as the fake can.
+type fakeLeases struct {
+	coordinationv1client.LeasesGetter
+}
+
+func (fakeLeases) IsWatchListSemanticsUnSupported() bool { return true }
 
 func newController(t *testing.T) *controller.Controller {
 	t.Helper()
@@ -88,34 +96,6 @@ func TestAReplicaAloneTakesEverySlotAndLeavesNoLease(t *testing.T) {
 	}
 	if _, err := client.CoordinationV1().Leases("ns").Get(context.Background(), l.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the Lease is still there after Run returned: %v", err)
-	}
-}
-
-// A live replica of the group with another number of slots holds every
-// other back, even when it claims nothing: a replica handles nothing until
-// that Lease expires.
-func TestAReplicaWithAnotherSlotCountHoldsTheOthersBack(t *testing.T) {
-	client := fake.NewClientset(&coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: "pods-old", Namespace: "ns",
-			Labels:      map[string]string{sharding.LabelGroup: "pods"},
-			Annotations: map[string]string{sharding.AnnotationSlots: "", sharding.AnnotationSlotCount: "8"}},
-		Spec: coordinationv1.LeaseSpec{LeaseDurationSeconds: ptr.To[int32](2)},
-	})
-	r, err := sharding.New(quick(client), []*controller.Controller{newController(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	began := time.Now()
-	eventually(t, "the slots are taken once the other Lease expired", func() bool { return len(r.Slots()) == 4 })
-	if waited := time.Since(began); waited < 2*time.Second {
-		t.Errorf("took the slots %s after start, while a replica with 8 slots was live (its lease lasts 2s)", waited)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatal(err)
 	}
 }
 

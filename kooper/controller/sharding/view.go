@@ -2,7 +2,6 @@ package sharding
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -73,50 +72,35 @@ func (v *view) replace(items []coordinationv1.Lease, now time.Time) {
 	}
 }
 
-// duration is a Lease's lease duration.
+// forgetAfter is, in this replica's lease durations, the longest a Lease
+// that is not renewed counts as live, whatever duration it states: its
+// holder is gone, and cleanUp deletes it then.
+const forgetAfter = 10
+
+// duration is how long a Lease counts as live after its last change: its
+// own lease duration (a holder stops handling within it), at most
+// forgetAfter of this replica's. A Lease anyone wrote with an hour's
+// duration holds nothing back for longer.
 func (v *view) duration(l *coordinationv1.Lease) time.Duration {
+	d := v.def
 	if l.Spec.LeaseDurationSeconds != nil && *l.Spec.LeaseDurationSeconds > 0 {
-		return time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+		d = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
-	return v.def
+	return min(d, forgetAfter*v.def)
 }
 
-// live returns the live members other than self, and the claims of each
-// (self excluded). A Lease with another slot count is never live: it is
-// reported by mismatched.
-func (v *view) live(now time.Time, self string) ([]string, map[string][]int) {
+// others returns the live Leases other than self, as they were seen: what
+// they say is read by readLeases.
+func (v *view) others(now time.Time, self string) []*coordinationv1.Lease {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	var members []string
-	claims := map[string][]int{}
+	var out []*coordinationv1.Lease
 	for name, s := range v.leases {
-		if name == self || now.Sub(s.at) >= v.duration(s.lease) {
-			continue
-		}
-		count, err := strconv.Atoi(s.lease.Annotations[AnnotationSlotCount])
-		if err != nil {
-			continue
-		}
-		slots, err := parseSlots(s.lease.Annotations[AnnotationSlots], count)
-		if err != nil {
-			continue
-		}
-		members = append(members, name)
-		claims[name] = slots
-	}
-	return members, claims
-}
-
-// mismatched returns a live Lease whose slot count is not count, if any.
-func (v *view) mismatched(now time.Time, count int) (string, bool) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	for name, s := range v.leases {
-		if now.Sub(s.at) < v.duration(s.lease) && s.lease.Annotations[AnnotationSlotCount] != strconv.Itoa(count) {
-			return name, true
+		if name != self && now.Sub(s.at) < v.duration(s.lease) {
+			out = append(out, s.lease)
 		}
 	}
-	return "", false
+	return out
 }
 
 // nextExpiry returns how long until the next live Lease expires.
@@ -152,7 +136,9 @@ func (v *view) stale(now time.Time, after time.Duration) []*coordinationv1.Lease
 func (r *Runner) watchLeases(ctx context.Context, wake chan<- struct{}) {
 	leases := r.cfg.Client.Leases(r.cfg.Namespace)
 	selector := LabelGroup + "=" + r.cfg.Name
-	lw := &cache.ListWatch{
+	// A Client that says it cannot stream lists (a fake clientset's, in
+	// tests) gets a list then a watch.
+	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 			opts.LabelSelector = selector
 			return leases.List(ctx, opts)
@@ -161,7 +147,7 @@ func (r *Runner) watchLeases(ctx context.Context, wake chan<- struct{}) {
 			opts.LabelSelector = selector
 			return leases.Watch(ctx, opts)
 		},
-	}
+	}, r.cfg.Client)
 	poke := func() {
 		select {
 		case wake <- struct{}{}:
