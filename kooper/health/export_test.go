@@ -3,6 +3,8 @@ package health
 import (
 	"testing"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // SetLimitsForTest makes the servers started until t ends use these
@@ -12,4 +14,13 @@ func SetLimitsForTest(t testing.TB, readHeader, read, write, idle time.Duration,
 	old := limits
 	limits = serverLimits{readHeader: readHeader, read: read, write: write, idle: idle, maxHeaderBytes: maxHeaderBytes}
 	t.Cleanup(func() { limits = old })
+}
+
+// SetClockForTest makes the SecureMetrics started until t ends time their
+// cached decisions and their log lines with c.
+func SetClockForTest(t testing.TB, c clock.PassiveClock) {
+	t.Helper()
+	old := secureClock
+	secureClock = c
+	t.Cleanup(func() { secureClock = old })
 }

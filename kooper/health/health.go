@@ -37,9 +37,11 @@
 //	| handling and writing a response | 30s    | from the end of the headers to the last byte written  |
 //	| keep-alive between requests     | 90s    | an idle connection is closed after that               |
 //	| request headers                 | 32 KiB | larger answers 431 Request Header Fields Too Large    |
+//	| /metrics served at once         | 4      | more answers 503 at once (each gathers every metric)  |
 //
 // net/http bounds the handshake by the smallest of its read and write
-// timeouts. The profiles under /debug/pprof/ (Config.EnableProfiling) run
+// timeouts. SecureMetrics adds its own bounds on the reviews a token
+// costs (see there). The profiles under /debug/pprof/ (Config.EnableProfiling) run
 // for their seconds parameter, longer than the limits: their connection's
 // deadlines are lifted for that long. Scrapes, probes and admission
 // reviews all fit in these limits; none is configurable.
@@ -109,7 +111,7 @@ func Start(cfg Config) (*Server, error) {
 	mux := http.NewServeMux()
 	var secure *Server
 	if cfg.Gatherer != nil {
-		metrics := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{})
+		metrics := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{MaxRequestsInFlight: maxScrapes})
 		if cfg.SecureMetrics != nil {
 			var err error
 			if secure, err = startSecure(*cfg.SecureMetrics, metrics, cfg.Logger); err != nil {
@@ -167,6 +169,10 @@ func Serve(addr string, h http.Handler, logger log.Logger) (*Server, error) {
 	}
 	return serve(l, h, logger), nil
 }
+
+// maxScrapes is how many requests /metrics serves at once; beyond it,
+// promhttp answers 503 at once.
+const maxScrapes = 4
 
 // serverLimits are the bounds of the package documentation's table.
 type serverLimits struct {

@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"net"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 )
 
 // prometheus is who may reach /metrics, as manifests/README.md documents:
@@ -29,7 +31,9 @@ var prometheus = []networkingv1.NetworkPolicyPeer{{
 
 // Each operator's NetworkPolicy selects its pods, restricts their ingress
 // (and not their egress), and admits exactly the container ports its
-// Services reach: the webhook's from anywhere (the API server is not a pod),
+// Services reach: the webhook's from anywhere (a NetworkPolicy cannot name
+// the API server, see pod-terminator/README.md), with a commented rule that
+// admits it from the API server's addresses only, ready to replace it;
 // https-metrics (/metrics over HTTPS) from Prometheus only; the http port
 // (/healthz, /readyz) admits no pod, since the kubelet's probes come from
 // the node, which NetworkPolicies always let through. Ports are resolved by name or number
@@ -72,8 +76,10 @@ func TestTheNetworkPoliciesAdmitTheServicesPortsOnly(t *testing.T) {
 				t.Errorf("got policy types %v, want Ingress only", np.Spec.PolicyTypes)
 			}
 
-			// admitted: by container port name, the sources admitted there.
+			// admitted: by container port name, the sources admitted there;
+			// webhookRule: the rule admitting the webhook port.
 			admitted := map[string][]networkingv1.NetworkPolicyPeer{}
+			var webhookRule *networkingv1.NetworkPolicyIngressRule
 			for i, rule := range np.Spec.Ingress {
 				if len(rule.Ports) == 0 {
 					t.Errorf("ingress rule %d admits every port, want named ports", i)
@@ -92,6 +98,9 @@ func TestTheNetworkPoliciesAdmitTheServicesPortsOnly(t *testing.T) {
 						t.Errorf("port %s is admitted by two rules", cp.Name)
 					}
 					admitted[cp.Name] = rule.From
+					if cp.Name == "webhook" {
+						webhookRule = &np.Spec.Ingress[i]
+					}
 				}
 			}
 
@@ -122,6 +131,9 @@ func TestTheNetworkPoliciesAdmitTheServicesPortsOnly(t *testing.T) {
 					t.Errorf("the NetworkPolicy admits container port %s, which no Service reaches", name)
 				}
 			}
+			if webhookRule != nil {
+				checkAPIServerOnlyRule(t, filepath.Join(manifests, op.name, "network_policy.yaml"), *webhookRule)
+			}
 
 			// The container ports are those the operator listens on.
 			for _, arg := range c.Args {
@@ -140,6 +152,58 @@ func TestTheNetworkPoliciesAdmitTheServicesPortsOnly(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkAPIServerOnlyRule checks the commented rule of the NetworkPolicy
+// file that admits the webhook port from the API server's addresses only
+// (a "# - from:" line and the "#   " lines after it): uncommented, it is a
+// drop-in replacement for open, the rule admitting the webhook port from
+// anywhere: the same ports, from ipBlocks only.
+func checkAPIServerOnlyRule(t *testing.T, file string, open networkingv1.NetworkPolicyIngressRule) {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(b), "\n")
+	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(strings.TrimSpace(l), "# - from:") })
+	if start < 0 {
+		t.Errorf("%s: got no commented rule admitting the webhook port from the API server only (a \"# - from:\" line), want one", file)
+		return
+	}
+	var block []string
+	for i, l := range lines[start:] {
+		l = strings.TrimLeft(l, " ")
+		if i > 0 && !strings.HasPrefix(l, "#   ") {
+			break
+		}
+		block = append(block, strings.TrimPrefix(l, "# "))
+	}
+	uncommented := strings.Join(block, "\n")
+	var rules []networkingv1.NetworkPolicyIngressRule
+	if err := yaml.UnmarshalStrict([]byte(uncommented), &rules); err != nil {
+		t.Errorf("%s: the commented rule is not an ingress rule: %v\n%s", file, err, uncommented)
+		return
+	}
+	if len(rules) != 1 {
+		t.Fatalf("%s: got %d commented rules, want 1", file, len(rules))
+	}
+	rule := rules[0]
+	if !reflect.DeepEqual(rule.Ports, open.Ports) {
+		t.Errorf("%s: the commented rule admits ports %+v, want those of the rule it replaces, %+v", file, rule.Ports, open.Ports)
+	}
+	if len(rule.From) == 0 {
+		t.Errorf("%s: the commented rule admits every source, want the API server's addresses only", file)
+	}
+	for _, peer := range rule.From {
+		if peer.IPBlock == nil || peer.PodSelector != nil || peer.NamespaceSelector != nil || len(peer.IPBlock.Except) > 0 {
+			t.Errorf("%s: the commented rule admits %+v, want an ipBlock of the API server's addresses (it is not a pod)", file, peer)
+			continue
+		}
+		if _, _, err := net.ParseCIDR(peer.IPBlock.CIDR); err != nil {
+			t.Errorf("%s: the commented rule's ipBlock: %v", file, err)
+		}
 	}
 }
 

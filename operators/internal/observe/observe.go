@@ -20,7 +20,11 @@ import (
 // Setup is what an operator builds its clients and controllers with.
 type Setup struct {
 	// REST is the client config to build clients from: a copy
-	// instrumented for tracing, or the one given.
+	// instrumented for tracing, or the one given. Either way it keeps the
+	// given RateLimiter, if any: clientsets built from it then share that
+	// limiter. A client that must wait behind no other (leader election's,
+	// say) is built from a copy with RateLimiter nil and QPS and Burst of
+	// its own, from which kubernetes.NewForConfig makes it a limiter alone.
 	REST *rest.Config
 	// Recorder records the controllers' metrics (and the leader status).
 	Recorder *kooperprom.Recorder

@@ -44,8 +44,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		showVersion = fs.Bool("version", false, "print the version and exit")
 		kubeconfig  = fs.String("kubeconfig", "", "kubeconfig file; empty: in-cluster config, else $KUBECONFIG or ~/.kube/config")
-		qps         = fs.Float64("kube-api-qps", 50, "client requests per second to the API server (client-go's default 5 is too low for an operator)")
-		burst       = fs.Int("kube-api-burst", 100, "client request burst to the API server")
+		qps         = fs.Float64("kube-api-qps", 50, "client requests per second to the API server for the controller (client-go's default 5 is too low for an operator); leader election, the webhook's access checks and the metrics' token reviews have clients and limits of their own")
+		burst       = fs.Int("kube-api-burst", 100, "client request burst to the API server for the controller")
 		httpAddr    = fs.String("http-addr", ":8080", "address serving /metrics, /healthz and /readyz; empty disables it")
 		secureAddr  = fs.String("metrics-secure-addr", "", "HTTPS address serving /metrics instead of -http-addr, only to clients the API server authorizes to get /metrics (needs the ClusterRole system:auth-delegator); empty: /metrics on -http-addr")
 		pprof       = fs.Bool("pprof", false, "also serve Go's profiles under /debug/pprof/ on -http-addr")

@@ -16,13 +16,11 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
-	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/event"
@@ -55,7 +53,10 @@ var ErrInvalidConfig = errors.New("invalid pod-terminator config")
 
 // Config configures the operator.
 type Config struct {
-	// REST reaches the API server, with the QPS and burst to use. Required.
+	// REST reaches the API server, with the QPS and burst (or RateLimiter)
+	// of the controller's clients. Required. Leader election, the webhook's
+	// access checks and the metrics' token reviews have clients and rate
+	// limits of their own (clients.go), so that none waits behind another.
 	REST *rest.Config
 	// Name is the operator's name: the Events' source, the Lease's name,
 	// the controller's name in logs and metrics. Default DefaultName.
@@ -183,14 +184,11 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	traced, recorder := obs.Middlewares, obs.Recorder
-	kubeClient, err := kubernetes.NewForConfig(obs.REST)
+	cs, err := newClients(obs.REST)
 	if err != nil {
-		return fmt.Errorf("could not create the Kubernetes client: %w", err)
+		return err
 	}
-	chaosClient, err := versioned.NewForConfig(obs.REST)
-	if err != nil {
-		return fmt.Errorf("could not create the chaos client: %w", err)
-	}
+	kubeClient, chaosClient := cs.kube, cs.chaos
 	logger := cfg.Logger
 
 	// region: events
@@ -243,13 +241,14 @@ func Run(ctx context.Context, cfg Config) error {
 
 	// region: leaderelection
 	// The controller runs only while this replica holds the Lease, or at
-	// once with leader election disabled (a single replica).
+	// once with leader election disabled (a single replica). The Lease has
+	// a client of its own: no other request waits in front of a renewal.
 	runner, err := leaderelection.New(leaderelection.Config{
 		Disabled:      cfg.DisableLeaderElection,
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 		Name:      cfg.Name,
 		Namespace: cfg.Namespace,
-		Client:    kubeClient.CoordinationV1(),
+		Client:    cs.lease.CoordinationV1(),
 		Logger:    logger,
 		Recorder:  recorder,
 	}, ctrl)
@@ -266,7 +265,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}()
 	if cfg.Webhook.Addr != "" {
-		s, stopCerts, err := startWebhook(ctx, cfg, kubeClient, rules)
+		s, stopCerts, err := startWebhook(ctx, cfg, cs, rules)
 		if err != nil {
 			return err
 		}
@@ -275,10 +274,10 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Info("serving the admission webhook", "addr", s.Addr(), "path", webhook.Path)
 	}
 	// With SecureMetricsAddr, /metrics is served over HTTPS to the clients
-	// the API server lets get it, asked with the operator's own client.
+	// the API server lets get it, asked with a client of its own.
 	var secureMetrics *health.SecureMetrics
 	if cfg.SecureMetricsAddr != "" {
-		secureMetrics = &health.SecureMetrics{Addr: cfg.SecureMetricsAddr, TokenReviews: kubeClient.AuthenticationV1(), SubjectAccessReviews: kubeClient.AuthorizationV1()}
+		secureMetrics = &health.SecureMetrics{Addr: cfg.SecureMetricsAddr, TokenReviews: cs.metrics.AuthenticationV1(), SubjectAccessReviews: cs.metrics.AuthorizationV1()}
 	}
 	// region: readiness
 	if cfg.HTTPAddr != "" {
@@ -302,11 +301,11 @@ func Run(ctx context.Context, cfg Config) error {
 // startWebhook serves the webhook over TLS, with a certificate from files or
 // a self-signed one shared through a Secret and rotated in the background
 // until stop is called.
-func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, rules validation.Rules) (_ *health.Server, stop func(), _ error) {
+func startWebhook(ctx context.Context, cfg Config, cs clients, rules validation.Rules) (_ *health.Server, stop func(), _ error) {
 	stop = func() {}
 	wh, err := webhook.New(webhook.Config{
 		Rules:  rules,
-		Access: webhook.SubjectAccessReviews{Client: client.AuthorizationV1()},
+		Access: webhook.SubjectAccessReviews{Client: cs.webhook.AuthorizationV1()},
 		Logger: cfg.Logger,
 	})
 	if err != nil {
@@ -321,7 +320,7 @@ func startWebhook(ctx context.Context, cfg Config, client kubernetes.Interface, 
 		tlsConfig.GetCertificate = loader.GetCertificate
 	} else {
 		rotator, err := certs.NewRotator(ctx, certs.Options{
-			Client:            client,
+			Client:            cs.kube,
 			Namespace:         cfg.Namespace,
 			SecretName:        cfg.Webhook.SecretName,
 			Hosts:             cfg.Webhook.Hosts,

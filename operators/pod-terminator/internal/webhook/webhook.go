@@ -41,6 +41,21 @@
 // Answers stay small whatever the object's size: validation.Validate bounds
 // its message, and the access check runs only on a valid spec (at most
 // validation.MaxNamespaces namespaces) and names at most a few of them.
+//
+// # What a caller can make it spend
+//
+// The API server does not authenticate to a webhook unless the cluster is
+// set up to, so anyone who reaches the port can send reviews, each in any
+// user's name and costing up to 1+validation.MaxNamespaces questions to the
+// API server. What one caller, or all of them, can make the webhook spend is
+// bounded whoever they are (limits.go): MaxReviews reviews at once, the
+// others answered 429 at once; MaxBodyBytes per body, read before decoding;
+// MaxReviewTime per review, so that the API server hears back within its
+// timeout, a refusal when the questions could not all be answered in time;
+// a log line per failure and LogInterval, not per request. Give Access a
+// client with a rate limiter of its own (the operator does): a flood then
+// waits behind that limiter only, and nothing else of the operator waits
+// behind the flood.
 package webhook
 
 import (
@@ -59,6 +74,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/log"
@@ -80,12 +96,16 @@ type Config struct {
 	Access Access
 	// Logger receives the webhook's logs. Default log.Noop.
 	Logger log.Logger
+	// Clock times the log lines held back (LogInterval). Default the real
+	// clock.
+	Clock clock.PassiveClock
 }
 
 // ErrInvalidConfig is wrapped by New's errors about its Config.
 var ErrInvalidConfig = errors.New("invalid webhook config")
 
-// New returns the webhook's HTTP handler.
+// New returns the webhook's HTTP handler, within the limits of the
+// package documentation.
 func New(cfg Config) (http.Handler, error) {
 	if cfg.Access == nil {
 		return nil, fmt.Errorf("%w: Access is required", ErrInvalidConfig)
@@ -93,27 +113,33 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = log.Noop
 	}
-	v := validator{rules: cfg.Rules, access: cfg.Access, log: cfg.Logger}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.RealClock{}
+	}
+	v := validator{rules: cfg.Rules, access: cfg.Access, log: cfg.Logger, accessFailed: newThrottle(cfg.Clock)}
+	kwhLog := kwhLogger{l: cfg.Logger, failed: newThrottle(cfg.Clock)}
 	wh, err := kwhvalidating.NewWebhook(kwhvalidating.WebhookConfig{
 		ID:        "podterminators.chaos.kooperkit.io",
 		Obj:       &chaosv1alpha1.PodTerminator{},
 		Validator: kwhvalidating.ValidatorFunc(v.validate),
-		Logger:    kwhLogger{cfg.Logger},
+		Logger:    kwhLog,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("could not create the validating webhook: %w", err)
 	}
-	h, err := kwhhttp.HandlerFor(kwhhttp.HandlerConfig{Webhook: wh, Logger: kwhLogger{cfg.Logger}})
+	h, err := kwhhttp.HandlerFor(kwhhttp.HandlerConfig{Webhook: wh, Logger: kwhLog})
 	if err != nil {
 		return nil, fmt.Errorf("could not create the webhook handler: %w", err)
 	}
-	return h, nil
+	return newLimits(h, cfg.Logger, cfg.Clock), nil
 }
 
 type validator struct {
 	rules  validation.Rules
 	access Access
 	log    log.Logger
+	// accessFailed throttles the warnings about failed access checks.
+	accessFailed *throttle
 }
 
 // region: validate
@@ -211,25 +237,32 @@ func (v validator) mayDeleteTargets(ctx context.Context, user authenticationv1.U
 // the operator's own access to the API server, none of the caller's
 // business.
 func (v validator) unknownAccess(user authenticationv1.UserInfo, err error) string {
-	v.log.Warn("could not check access", log.KeyErr, err)
+	v.accessFailed.log(v.log.Warn, "could not check access", log.KeyErr, err)
 	return fmt.Sprintf("could not check whether user %q may delete pods in every namespace this PodTerminator targets, which it needs, so it is refused; try again later", user.Username)
 }
 
-// kwhLogger writes kubewebhook's logs to a Kooper logger.
-type kwhLogger struct{ l log.Logger }
+// kwhLogger writes kubewebhook's logs to a Kooper logger. Its warnings and
+// errors are about a review each (a malformed body, say), which anyone can
+// send: one line per LogInterval goes through, whatever their words.
+type kwhLogger struct {
+	l      log.Logger
+	failed *throttle
+}
 
 func (k kwhLogger) Infof(format string, args ...any) { k.l.Debug(fmt.Sprintf(format, args...)) }
 func (k kwhLogger) Warningf(format string, args ...any) {
-	k.l.Warn(fmt.Sprintf(format, args...))
+	k.failed.log(k.l.Warn, fmt.Sprintf(format, args...))
 }
-func (k kwhLogger) Errorf(format string, args ...any) { k.l.Error(fmt.Sprintf(format, args...)) }
+func (k kwhLogger) Errorf(format string, args ...any) {
+	k.failed.log(k.l.Error, fmt.Sprintf(format, args...))
+}
 func (k kwhLogger) Debugf(format string, args ...any) { k.l.Debug(fmt.Sprintf(format, args...)) }
 func (k kwhLogger) WithValues(kv map[string]any) kwhlog.Logger {
 	args := make([]any, 0, 2*len(kv))
 	for key, v := range kv {
 		args = append(args, key, v)
 	}
-	return kwhLogger{k.l.With(args...)}
+	return kwhLogger{l: k.l.With(args...), failed: k.failed}
 }
 func (k kwhLogger) WithCtxValues(ctx context.Context) kwhlog.Logger {
 	return k.WithValues(kwhlog.ValuesFromCtx(ctx))
