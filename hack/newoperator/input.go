@@ -279,7 +279,7 @@ var generatedIdents = []string{
 	"out", "p", "pod", "pods", "pprof", "primary", "ps", "qps", "ready", "reason", "reasons", "recorder", "ref",
 	"refs", "refused", "registry", "res", "resp", "resync", "run", "runnables", "runner", "s", "scheme", "secret",
 	"sel", "served", "service", "set", "srv", "st", "stderr", "stdout", "stop", "stored", "synced", "t", "tests", "theirs", "touched", "handlings", "spans", "tp",
-	"tpl", "traced", "tt", "typed", "user", "v", "version", "want", "was", "what", "writer",
+	"tpl", "traced", "tt", "typed", "user", "v", "version", "want", "was", "what", "writer", "lease", "reviews",
 }
 
 // dirs are the directories the generator creates, relative to the root,

@@ -62,3 +62,29 @@ func New(cfg *rest.Config, reg prom.Registerer, tp trace.TracerProvider, own ...
 	return s, nil
 	// endregion: new
 }
+
+// The rates, in requests per second and burst, of the clients that get a
+// rate limiter of their own (OwnLimiter) so that no flood of another
+// caller's requests delays them: leader election makes a Get and an Update
+// per RetryPeriod (2s) and a watch, and the secure metrics make a
+// TokenReview and a SubjectAccessReview per new token (health.SecureMetrics
+// keeps decisions a minute). client-go's defaults, which that work never
+// reaches.
+const (
+	LeaseQPS     = 5
+	LeaseBurst   = 10
+	MetricsQPS   = 5
+	MetricsBurst = 10
+)
+
+// OwnLimiter returns a copy of cfg from which a clientset made with it
+// (kubernetes.NewForConfig) makes a rate limiter of qps and burst for
+// itself alone: client-go makes one only when the config carries none, and
+// every copy of a config that carries one (rest.CopyConfig copies it)
+// shares it.
+func OwnLimiter(cfg *rest.Config, qps float32, burst int) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.RateLimiter = nil
+	c.QPS, c.Burst = qps, burst
+	return c
+}

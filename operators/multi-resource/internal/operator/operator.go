@@ -166,6 +166,17 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("could not create the tenancy client: %w", err)
 	}
+	// Leader election and the metrics' reviews get clients with rate
+	// limiters of their own: a flood of tokens at /metrics, or the
+	// controllers' own bursts, never delay a Lease renewal.
+	lease, err := kubernetes.NewForConfig(observe.OwnLimiter(obs.REST, observe.LeaseQPS, observe.LeaseBurst))
+	if err != nil {
+		return fmt.Errorf("could not create the Kubernetes client of leader election: %w", err)
+	}
+	reviews, err := kubernetes.NewForConfig(observe.OwnLimiter(obs.REST, observe.MetricsQPS, observe.MetricsBurst))
+	if err != nil {
+		return fmt.Errorf("could not create the Kubernetes client of the metrics' reviews: %w", err)
+	}
 	// The child controllers read only names, owners and resourceVersions:
 	// they cache metadata only, a fraction of each object.
 	md, err := metadata.NewForConfig(obs.REST)
@@ -231,7 +242,7 @@ func Run(ctx context.Context, cfg Config) error {
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
 		Name:      cfg.Name,
 		Namespace: cfg.Namespace,
-		Client:    kube.CoordinationV1(),
+		Client:    lease.CoordinationV1(),
 		Logger:    cfg.Logger,
 		Recorder:  recorder,
 	}, runnables...)
@@ -260,7 +271,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// client.
 		var secureMetrics *health.SecureMetrics
 		if cfg.SecureMetricsAddr != "" {
-			secureMetrics = &health.SecureMetrics{Addr: cfg.SecureMetricsAddr, TokenReviews: kube.AuthenticationV1(), SubjectAccessReviews: kube.AuthorizationV1()}
+			secureMetrics = &health.SecureMetrics{Addr: cfg.SecureMetricsAddr, TokenReviews: reviews.AuthenticationV1(), SubjectAccessReviews: reviews.AuthorizationV1()}
 		}
 		srv, err := health.Start(health.Config{
 			Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling,

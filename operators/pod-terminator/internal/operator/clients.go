@@ -7,6 +7,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	"github.com/kooperkit/kooper/operators/internal/observe"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
 )
 
@@ -31,21 +32,13 @@ type clients struct {
 	metrics kubernetes.Interface
 }
 
-// The rates of the clients with a limiter of their own, in requests per
-// second and burst.
-const (
-	// Leader election makes a Get and an Update per RetryPeriod (2s), and
-	// a watch: client-go's default limits, never reached.
-	leaseQPS, leaseBurst = 5, 10
-	// The webhook: one review of the largest PodTerminator (every
-	// question, 1+validation.MaxNamespaces) fits in the burst; a flood is
-	// answered 20 questions a second, and the reviews that cannot finish
-	// within their deadline are refused (webhook.Config).
-	webhookQPS, webhookBurst = 20, 1 + validation.MaxNamespaces
-	// /metrics: a TokenReview and a SubjectAccessReview per new token;
-	// Prometheus's decisions are kept for a minute (health.SecureMetrics).
-	metricsQPS, metricsBurst = 5, 10
-)
+// webhookQPS and webhookBurst are the rate of the webhook's client: one
+// review of the largest PodTerminator (every question,
+// 1+validation.MaxNamespaces) fits in the burst; a flood is answered 20
+// questions a second, and the reviews that cannot finish within their
+// deadline are refused (webhook.Config). Leader election and /metrics use
+// observe's rates.
+const webhookQPS, webhookBurst = 20, 1 + validation.MaxNamespaces
 
 func newClients(cfg *rest.Config) (clients, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
@@ -63,23 +56,13 @@ func newClients(cfg *rest.Config) (clients, error) {
 		burst int
 		what  string
 	}{
-		{&c.lease, leaseQPS, leaseBurst, "leader election"},
+		{&c.lease, observe.LeaseQPS, observe.LeaseBurst, "leader election"},
 		{&c.webhook, webhookQPS, webhookBurst, "the webhook"},
-		{&c.metrics, metricsQPS, metricsBurst, "the metrics' reviews"},
+		{&c.metrics, observe.MetricsQPS, observe.MetricsBurst, "the metrics' reviews"},
 	} {
-		if *own.into, err = kubernetes.NewForConfig(ownLimiter(cfg, own.qps, own.burst)); err != nil {
+		if *own.into, err = kubernetes.NewForConfig(observe.OwnLimiter(cfg, own.qps, own.burst)); err != nil {
 			return clients{}, fmt.Errorf("could not create the Kubernetes client of %s: %w", own.what, err)
 		}
 	}
 	return c, nil
-}
-
-// ownLimiter returns a copy of cfg from which kubernetes.NewForConfig makes
-// a rate limiter of qps and burst for that clientset alone: it makes one
-// only when the config carries none, and would otherwise share cfg's.
-func ownLimiter(cfg *rest.Config, qps float32, burst int) *rest.Config {
-	c := rest.CopyConfig(cfg)
-	c.RateLimiter = nil
-	c.QPS, c.Burst = qps, burst
-	return c
 }
