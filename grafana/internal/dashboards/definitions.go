@@ -320,7 +320,7 @@ func restPanels() []Panel {
 		},
 		{
 			Title:       "Client rate limiter wait p99, by verb",
-			Description: "Time requests waited for the client's own QPS and burst. Seconds here mean the -kube-api-qps flag is too low.",
+			Description: "Time requests waited for the client's own QPS and burst. Seconds here mean the -kube-api-qps flag is too low, or, in the pod-terminator, that its webhook or /metrics is flooded: their access checks go through clients of their own, with limits the flag does not set, so that leader election never waits behind them.",
 			Unit:        "s",
 			Targets: []Target{{
 				Expr:   fmt.Sprintf("histogram_quantile(0.99, sum by (job, verb, le) (rate(%s_bucket[%s])))", catalog.RESTRateLimiter, VarRateInterval),
