@@ -106,11 +106,12 @@ test-unit: prometheus ## Unit tests and examples with the race detector (fast, n
 	$(GO) test $(TESTFLAGS) -count=1 -run 'DoesNotAllocate' ./kooper/metrics/prometheus/
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
 	$(CRDCHECK) $(GO) test $(TESTFLAGS) -count=1 ./...
-	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 
 .PHONY: test-integration
 test-integration: build prometheus ## Integration tests against a local control plane (built first if missing), then, at once, the dashboards against a real Prometheus, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
+	@# hack/image's tests render manifests with bin/kubectl, linked above.
+	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
 	@# Three runs on control planes of their own, side by side (their
 	@# binaries are built above); each one's output shows when it ends.

@@ -134,7 +134,7 @@ func kubectlPath(t *testing.T) string {
 	}
 	k, err := exec.LookPath("kubectl")
 	if err != nil {
-		t.Skip("no kubectl (make controlplane links one into bin/) to run manifests/deploy.sh render")
+		t.Fatal("no kubectl to run manifests/deploy.sh render: make controlplane links one into bin/ (make test-integration does)")
 	}
 	return k
 }
