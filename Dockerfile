@@ -22,10 +22,16 @@
 # binary of make build): its tests check that this file's final stage has
 # the layout and labels of that image. See docs/deploy.md.
 ARG GO_VERSION=1.26
+# The builder image, by tag: a tag moves as Go's patch releases and Debian's
+# updates land. For a reproducible build, pin it by digest:
+#   make docker-build GO_IMAGE=golang:1.26@sha256:<digest>
+# (docker buildx imagetools inspect golang:1.26 prints the digest). Only the
+# build stage uses it: the final image is scratch and the binary.
+ARG GO_IMAGE=golang:${GO_VERSION}
 
 # The build runs on the builder's platform and cross-compiles to the
 # target's (docker buildx build --platform linux/amd64,linux/arm64).
-FROM --platform=$BUILDPLATFORM golang:${GO_VERSION} AS build
+FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download

@@ -35,6 +35,9 @@ COMMANDS := ./examples/pod-logger ./examples/pod-sharding $(foreach op,$(OPERATO
 OPERATOR ?= $(OPERATORS)
 IMAGE_REGISTRY ?= ghcr.io/kooperkit
 IMG ?=
+# GO_IMAGE: the Dockerfile's builder image for make docker-build, e.g.
+# golang:1.26@sha256:<digest> to pin it (default: the Dockerfile's tag).
+GO_IMAGE ?=
 DOCKER ?= docker
 # The images' revision label, the commit, and their creation time, the
 # commit's: make image builds the same digest from the same commit
@@ -275,8 +278,8 @@ docker-build: check-operator ## Build an image per OPERATOR (default both) tagge
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) not found: install Docker (or set DOCKER=podman); make build makes the same static binaries without it" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) cannot reach its daemon (is it running?); make build makes the same static binaries without it" >&2; exit 1; }
 	@for op in $(OPERATOR); do \
-		echo "$(DOCKER) build --build-arg OPERATOR=$$op --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(image) ."; \
-		$(DOCKER) build --build-arg OPERATOR=$$op --build-arg VERSION="$(VERSION)" --build-arg REVISION="$(REVISION)" -t "$(image)" .; \
+		echo "$(DOCKER) build$(if $(GO_IMAGE), --build-arg GO_IMAGE=$(GO_IMAGE)) --build-arg OPERATOR=$$op --build-arg VERSION=$(VERSION) --build-arg REVISION=$(REVISION) -t $(image) ."; \
+		$(DOCKER) build $(if $(GO_IMAGE),--build-arg GO_IMAGE="$(GO_IMAGE)") --build-arg OPERATOR=$$op --build-arg VERSION="$(VERSION)" --build-arg REVISION="$(REVISION)" -t "$(image)" .; \
 	done
 
 # image and image-push build each operator for linux (GOARCH the host's

@@ -108,22 +108,23 @@ deploy() {
 	local op="$1" image="${2:-}"
 	echo "deploying ${op}${image:+ with image ${image}}"
 	with_target "${op}" "${image}" "${KUBECTL}" apply -k
-	echo "${op} deployed; follow its rollout with: ${KUBECTL} rollout status -n kooper-system deployment/${op}"
+	echo "${op} deployed; follow its rollout with: ${KUBECTL} rollout status -n kooper-${op} deployment/${op}"
 }
 
 # undeploy removes, in this order: the operator's custom resources, waiting
 # until they are gone, while the operator still runs to remove its finalizers;
 # the operator's own objects (all labelled app.kubernetes.io/name=OPERATOR);
-# its CRDs; and the namespace, unless another kooper operator still runs there.
+# its CRDs. The operator's objects include its own namespaces (labelled like
+# the rest): the namespace controller deletes what is left in them, such as
+# the Lease, and delete waits for that.
 undeploy() {
-	local op="$1" dir installed crds=() namespaces=() line
+	local op="$1" dir installed crds=() line
 	dir="$(operator_dir "${op}")"
 	# What of this operator is installed, as kind/name.
 	installed="$("${KUBECTL}" get -k "${dir}" -o name --ignore-not-found)"
 	while IFS= read -r line; do
 		case "${line}" in
 		customresourcedefinition.apiextensions.k8s.io/*) crds+=("${line#*/}") ;;
-		namespace/*) namespaces+=("${line#*/}") ;;
 		esac
 	done <<<"${installed}"
 
@@ -140,18 +141,6 @@ undeploy() {
 	if ((${#crds[@]} > 0)); then
 		"${KUBECTL}" delete customresourcedefinitions "${crds[@]}" --ignore-not-found --wait
 	fi
-
-	local ns left
-	for ns in ${namespaces[@]+"${namespaces[@]}"}; do
-		left="$("${KUBECTL}" get deployments -n "${ns}" -l app.kubernetes.io/part-of=kooper -o name)"
-		if [[ -n "${left}" ]]; then
-			echo "namespace ${ns} stays: other kooper operators run there (${left//$'\n'/, })"
-		else
-			# The namespace controller deletes what is left in it (e.g. the
-			# Lease); that goes on in the background.
-			"${KUBECTL}" delete namespace "${ns}" --ignore-not-found --wait=false
-		fi
-	done
 }
 
 (($# >= 2)) || usage

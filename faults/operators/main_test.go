@@ -36,7 +36,7 @@ var (
 const root = "../.."
 
 // auditPolicy records, with their outcome, the pod deletions and evictions
-// of the ServiceAccounts in kooper-system (the operators'), every write of
+// of the operators' ServiceAccounts (each in its own namespace), every write of
 // the multi-resource operator's ServiceAccount, and nothing else. Metadata
 // is enough for the multi-resource test: it judges a write by the object's
 // kind, namespace and name, since a request body would carry the managed-by
@@ -46,13 +46,13 @@ kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
-  userGroups: ["system:serviceaccounts:kooper-system"]
+  userGroups: ["system:serviceaccounts:kooper-pod-terminator", "system:serviceaccounts:kooper-multi-resource"]
   verbs: [create, delete, deletecollection]
   resources:
   - group: ""
     resources: ["pods", "pods/eviction"]
 - level: Metadata
-  users: ["system:serviceaccount:kooper-system:multi-resource"]
+  users: ["system:serviceaccount:kooper-multi-resource:multi-resource"]
   verbs: [create, update, patch, delete, deletecollection]
 - level: None
 `

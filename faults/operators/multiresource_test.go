@@ -48,8 +48,8 @@ const (
 	// both took over 60s after some runs' faults.
 	mrCollected = 2 * mrConverge
 
-	mrUser      = "system:serviceaccount:kooper-system:multi-resource"
-	mrNamespace = "kooper-system"
+	mrUser      = "system:serviceaccount:kooper-multi-resource:multi-resource"
+	mrNamespace = "kooper-multi-resource"
 	mrName      = "multi-resource" // the ServiceAccount's and the Lease's
 
 	mrManagedByLabel = "app.kubernetes.io/managed-by"

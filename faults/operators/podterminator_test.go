@@ -44,7 +44,7 @@ const (
 	// less means two terminations in one period.
 	ptSpacing = ptPeriod - ptHeld
 
-	ptUser = "system:serviceaccount:kooper-system:pod-terminator"
+	ptUser = "system:serviceaccount:kooper-pod-terminator:pod-terminator"
 )
 
 // TestPodTerminatorUnderFaults runs three replicas of the pod-terminator
@@ -80,10 +80,10 @@ func TestPodTerminatorUnderFaults(t *testing.T) {
 	}
 	h := &faults.Harness{
 		Cluster: cluster, Namespace: ns, Dir: t.TempDir(), Logf: t.Logf,
-		ServiceAccount: "kooper-system/pod-terminator", Lease: "kooper-system/pod-terminator", LeaseDuration: leaseDuration,
+		ServiceAccount: "kooper-pod-terminator/pod-terminator", Lease: "kooper-pod-terminator/pod-terminator", LeaseDuration: leaseDuration,
 		Command: func(id, kubeconfig string) *exec.Cmd {
 			name, _, _ := strings.Cut(id, "-")
-			args := append([]string{"-kubeconfig", kubeconfig, "-namespace", "kooper-system", "-webhook-addr=",
+			args := append([]string{"-kubeconfig", kubeconfig, "-namespace", "kooper-pod-terminator", "-webhook-addr=",
 				fmt.Sprintf("-http-addr=127.0.0.1:%d", ports[name])}, leaseFlags()...)
 			return exec.Command(bin, args...)
 		},

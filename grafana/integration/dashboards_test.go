@@ -59,19 +59,21 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(cluster.Config())
 	kooper := versioned.NewForConfigOrDie(cluster.Config())
 
-	// The operators' namespace (their Leases live there). The CRDs come
+	// The operators' namespaces (their Leases live there). The CRDs come
 	// later, so that the leaders start with caches that cannot sync.
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kooper-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+	for _, ns := range []string{"kooper-pod-terminator", "kooper-multi-resource"} {
+		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// Both operators, as the binaries users run, with leader election.
 	bin := build(t, root, "./operators/pod-terminator/cmd/pod-terminator", "./operators/multi-resource/cmd/multi-resource")
 	addrs := map[string]string{"pod-terminator": freeAddr(t), "multi-resource": freeAddr(t)}
 	start(t, "pod-terminator", filepath.Join(bin, "pod-terminator"), "-kubeconfig", cluster.KubeconfigPath(),
-		"-http-addr", addrs["pod-terminator"], "-namespace", "kooper-system", "-webhook-addr=", "-log-level", "info")
+		"-http-addr", addrs["pod-terminator"], "-namespace", "kooper-pod-terminator", "-webhook-addr=", "-log-level", "info")
 	start(t, "multi-resource", filepath.Join(bin, "multi-resource"), "-kubeconfig", cluster.KubeconfigPath(),
-		"-http-addr", addrs["multi-resource"], "-namespace", "kooper-system", "-log-level", "info")
+		"-http-addr", addrs["multi-resource"], "-namespace", "kooper-multi-resource", "-log-level", "info")
 	// Health: a leader whose caches have not synced (its CRD is missing)
 	// is not ready; once the CRDs are installed it is.
 	for name, addr := range addrs {

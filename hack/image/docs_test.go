@@ -76,7 +76,7 @@ func TestTheDeployPageCommandsRun(t *testing.T) {
 				}
 			case args[0] == "make" && slices.Equal(targets, []string{"docker-build"}):
 				ops := operatorsOf(t, vars)
-				checkDockerBuild(t, makeRecorded(t, args[1:]...), ops, func(op string) string { return imageOf(vars, op) })
+				checkDockerBuild(t, makeRecorded(t, args[1:]...), ops, func(op string) string { return imageOf(vars, op) }, vars["GO_IMAGE"])
 			case args[0] == "manifests/deploy.sh" && len(args) == 4 && args[1] == "render":
 				checkRender(t, args[2], args[3])
 			case args[0] == "make" && slices.Equal(targets, []string{"deploy"}):

@@ -252,8 +252,9 @@ func replay(t *testing.T, c call, built map[string]v1.Platform, dir, host string
 
 // checkDockerBuild checks the docker build calls of make docker-build:
 // one per operator, tagged image, with every build argument the
-// Dockerfile's final stage labels the image with.
-func checkDockerBuild(t *testing.T, recorded []call, operators []string, image func(op string) string) {
+// Dockerfile's final stage labels the image with, and GO_IMAGE (the build
+// stage's image, e.g. pinned by digest) when make got one.
+func checkDockerBuild(t *testing.T, recorded []call, operators []string, image func(op string) string, goImage string) {
 	t.Helper()
 	stage := finalStage(t)
 	var used []string
@@ -287,6 +288,11 @@ func checkDockerBuild(t *testing.T, recorded []call, operators []string, image f
 		}
 		op := operators[i]
 		want := map[string]string{"OPERATOR": op, "VERSION": testVersion, "REVISION": testRevision}
+		if goImage != "" {
+			want["GO_IMAGE"] = goImage
+		} else if v, ok := buildArgs["GO_IMAGE"]; ok {
+			t.Errorf("docker build %q: got --build-arg GO_IMAGE=%q, want the Dockerfile's default", args, v)
+		}
 		for _, arg := range used {
 			if _, ok := buildArgs[arg]; !ok {
 				t.Errorf("docker build %q: no --build-arg %s, which the Dockerfile's labels use", args, arg)

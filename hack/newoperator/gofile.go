@@ -230,6 +230,7 @@ func (o operator) names() []string {
 		"$kind", strings.ToLower(o.Kind),
 		"$Plural", o.Plural,
 		"$plural", o.resource(),
+		"$Namespace", o.namespace(),
 		"$Name", o.Name,
 		"$Short", o.Short,
 		"$Alias", o.alias(),

@@ -39,15 +39,13 @@ type operator struct {
 	Owns []ownedKind
 	// Module is the repository's module path.
 	Module string
-	// NamespaceYAML is the shared operators' namespace manifest, copied
-	// byte for byte (a test of manifests/ requires identical copies).
-	NamespaceYAML []byte
 }
 
-// Limits that come from the names built from the operator's name: the
-// metrics Service <name>-metrics is a DNS-1035 label (63), the managed-by
-// label value kooper-<name> a label value (63).
-const maxNameLen = 63 - len("-metrics")
+// The limit that comes from the names built from the operator's name, the
+// longest of which is its children's namespace kooper-<name>-children, a
+// DNS label (63); the others are shorter: its own namespace and the
+// managed-by label value kooper-<name>, the metrics Service <name>-metrics.
+const maxNameLen = 63 - len("kooper--children")
 
 var (
 	upperCamel = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
@@ -66,14 +64,16 @@ var reservedKinds = []string{
 func (in input) validate(repo repo) (operator, []string) {
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	op := operator{Name: in.Name, Group: in.Group, Kind: in.Kind, Module: repo.module, NamespaceYAML: repo.namespaceYAML}
+	op := operator{Name: in.Name, Group: in.Group, Kind: in.Kind, Module: repo.module}
 
 	// -name
 	switch {
 	case in.Name == "":
 		add("-name is required: the operator's name, a DNS label such as web-demo")
 	case len(validation.IsDNS1035Label(in.Name)) > 0 || len(in.Name) > maxNameLen:
-		add("-name %q is not a valid operator name: want a DNS label of at most %d characters (lowercase letters, digits and '-', starting with a letter), as it names the ServiceAccount, the Lease and the Service %s-metrics", in.Name, maxNameLen, in.Name)
+		add("-name %q is not a valid operator name: want a DNS label of at most %d characters (lowercase letters, digits and '-', starting with a letter), as it names the ServiceAccount, the Lease, the Service %s-metrics, the namespace kooper-%s and, for a cluster-scoped kind's children, kooper-%s-children", in.Name, maxNameLen, in.Name, in.Name, in.Name)
+	case strings.HasSuffix(in.Name, "-children"):
+		add("-name %q ends in -children: its namespace kooper-%s would be the children's namespace of an operator named %s: choose another name", in.Name, in.Name, strings.TrimSuffix(in.Name, "-children"))
 	default:
 		for _, dir := range []string{"operators/" + in.Name, "manifests/" + in.Name, "manifests/rbac/" + in.Name} {
 			if repo.exists(dir) {

@@ -389,7 +389,7 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 			ns = fmt.Sprintf("%q", op.childNamespace())
 		}
 		f.printf("\t\t{Namespace: %s, Group: %q, Resource: %q, Verb: \"delete\"}, // the garbage collector deletes children\n", ns, first.Group, first.Resource)
-		f.printf("\t\t{Namespace: operator.DefaultNamespace, Group: %q, Resource: %q, Verb: \"update\"}, // no other operator's objects\n", first.Group, first.Resource)
+		f.printf("\t\t{Namespace: operator.DefaultNamespace, Group: %q, Resource: %q, Verb: \"update\"}, // none in its own namespace\n", first.Group, first.Resource)
 		f.printf("\t\t{Group: %q, Resource: %q, Verb: \"list\"}, // never cluster-wide\n", first.Group, first.Resource)
 		if !op.Cluster {
 			f.printf("\t\t{Namespace: \"some-namespace\", Group: %q, Resource: %q, Verb: \"create\"}, // a namespace it does not serve\n", first.Group, first.Resource)

@@ -13,12 +13,13 @@
 //	operators/<name>/                      cmd/<name>, internal/handler,
 //	                                       internal/operator, integration, README.md,
 //	                                       example.yaml (make run applies it)
-//	manifests/rbac/<name>/                 least-privilege RBAC (a test compares it);
-//	                                       with -owns, an admission policy keeping
-//	                                       its writes to the objects its kind
-//	                                       controls, and
-//	                                       for a cluster-scoped kind the namespace
-//	                                       those are made in
+//	manifests/rbac/<name>/                 the operator's own namespace
+//	                                       kooper-<name>, least-privilege RBAC (a
+//	                                       test compares it); with -owns, an
+//	                                       admission policy keeping its writes to
+//	                                       the objects its kind controls, and for
+//	                                       a cluster-scoped kind the namespace
+//	                                       those are made in, kooper-<name>-children
 //	manifests/<name>/                      the kustomization make deploy applies
 //
 // then runs make generate, which adds the deep-copy functions, the typed

@@ -24,10 +24,11 @@ func TestRefusals(t *testing.T) {
 		want []string          // lines of stderr, after "newoperator: "
 	}{
 		{name: "no name", set: map[string]string{"-name": ""}, want: []string{"-name is required"}},
-		{name: "a name with capitals", set: map[string]string{"-name": "WebDemo"}, want: []string{`-name "WebDemo" is not a valid operator name: want a DNS label of at most 55 characters`}},
+		{name: "a name with capitals", set: map[string]string{"-name": "WebDemo"}, want: []string{`-name "WebDemo" is not a valid operator name: want a DNS label of at most 47 characters`}},
 		{name: "a name starting with a digit", set: map[string]string{"-name": "1web"}, want: []string{`-name "1web" is not a valid operator name`}},
 		{name: "a name with a dot", set: map[string]string{"-name": "web.demo"}, want: []string{`-name "web.demo" is not a valid operator name`}},
-		{name: "a name too long for its metrics Service", set: map[string]string{"-name": strings.Repeat("a", 56)}, want: []string{"is not a valid operator name: want a DNS label of at most 55 characters"}},
+		{name: "a name too long for its children's namespace", set: map[string]string{"-name": strings.Repeat("a", 48)}, want: []string{"is not a valid operator name: want a DNS label of at most 47 characters"}},
+		{name: "a name that is another's children's namespace", set: map[string]string{"-name": "web-children"}, want: []string{`-name "web-children" ends in -children: its namespace kooper-web-children would be the children's namespace of an operator named web`}},
 		{name: "an existing operator", set: map[string]string{"-name": "multi-resource"}, want: []string{`-name "multi-resource": operators/multi-resource already exists`}},
 		{name: "a name whose manifests exist", set: map[string]string{"-name": "crds"}, want: []string{`-name "crds": manifests/crds already exists`}},
 		{name: "the name of an example", set: map[string]string{"-name": "pod-logger"}, want: []string{`-name "pod-logger": examples/pod-logger already exists, and make build would write both to bin/pod-logger`}},

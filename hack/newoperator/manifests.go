@@ -25,36 +25,27 @@ func yamlMeta(apiVersion, kind, name, namespace string) string {
 // rbacFiles returns manifests/rbac/<name>/, by file name.
 func rbacFiles(op operator) map[string]string {
 	files := map[string]string{}
-	ns := string(op.NamespaceYAML)
-	if ns == "" {
-		ns = `# The namespace the operators run in: their ServiceAccounts, leader-election
-# Leases and Deployments live here. Pod Security Admission enforces the
-# restricted profile.
-apiVersion: v1
-kind: Namespace
-metadata:
-  name: kooper-system
-  labels:
-    app.kubernetes.io/part-of: kooper
-    pod-security.kubernetes.io/enforce: restricted
-    pod-security.kubernetes.io/warn: restricted
-    pod-security.kubernetes.io/audit: restricted
-`
-	}
-	files["namespace.yaml"] = ns
+	files["namespace.yaml"] = `# The $Name operator's own namespace: its ServiceAccount, leader-election
+# Lease, Deployment and metrics Service live here, and nothing of another
+# operator, so that its Role (its Lease) reaches no other operator's
+# objects. make undeploy removes it with the operator (it selects it by the
+# app.kubernetes.io/name label).
+#
+# Pod Security Admission enforces the restricted profile: a pod that is not
+# locked down (non-root, RuntimeDefault seccomp, no capabilities, no
+# privilege escalation) is refused, and kubectl apply warns about such a
+# Deployment before any pod is made.
+` + yamlMeta("v1", "Namespace", "$Namespace", "") + restricted
 	resources := []string{"namespace.yaml"}
 	if op.Cluster && len(op.Owns) > 0 {
 		files["children_namespace.yaml"] = `# Where the objects each $Kind owns are made: a namespace of their own, not
-# kooper-system, so that the operator's RBAC reaches no other operator's
-# objects. Pod Security Admission enforces the restricted profile on their
-# pods.
-` + yamlMeta("v1", "Namespace", op.childNamespace(), "") + `    pod-security.kubernetes.io/enforce: restricted
-    pod-security.kubernetes.io/warn: restricted
-    pod-security.kubernetes.io/audit: restricted
-`
+# the operator's ($Namespace), so that its RBAC reaches neither its own
+# Lease nor another workload's objects. Pod Security Admission enforces the
+# restricted profile on their pods.
+` + yamlMeta("v1", "Namespace", op.childNamespace(), "") + restricted
 		resources = append(resources, "children_namespace.yaml # the objects $Plural own")
 	}
-	files["service_account.yaml"] = yamlMeta("v1", "ServiceAccount", "$Name", "kooper-system")
+	files["service_account.yaml"] = yamlMeta("v1", "ServiceAccount", "$Name", "$Namespace")
 	resources = append(resources, "service_account.yaml")
 	for _, r := range op.roles() {
 		comment := ""
@@ -116,6 +107,14 @@ resources:
 	return files
 }
 
+// restricted are a namespace's labels by which Pod Security Admission
+// enforces the restricted profile (and warns and audits at it), following
+// yamlMeta's labels.
+const restricted = `    pod-security.kubernetes.io/enforce: restricted
+    pod-security.kubernetes.io/warn: restricted
+    pod-security.kubernetes.io/audit: restricted
+`
+
 func policyNote(op operator) string {
 	if len(op.Owns) == 0 {
 		return ""
@@ -146,8 +145,8 @@ func childrenPolicy(op operator) string {
 # policies do, for the operator's ServiceAccount only: it may create and
 # update only objects a $Kind controls (a controller owner reference, set at
 # creation and never changed), set no finalizer, and write nothing in the
-# cluster's system namespaces or in kooper-system; the policies after the
-# first check what else a kind could give away. A stolen token can then
+# cluster's system namespaces or in its own, $Namespace; the policies after
+# the first check what else a kind could give away. A stolen token can then
 # change no object the operator did not make, such as another workload's
 # Deployment or Secret, and adopt none.
 #
@@ -178,9 +177,10 @@ func childrenPolicy(op operator) string {
       messageExpression: >-
         'the $Name operator may not set finalizers on ' + request.resource.resource + ' ' + request.name
       reason: Forbidden
-    # Never in the cluster's own namespaces, nor in the operators'.
+    # Never in the cluster's own namespaces, nor in the operator's, next
+    # to its Deployment and Lease.
     - expression: >-
-        !(request.namespace in ['kube-system', 'kube-public', 'kube-node-lease', 'kooper-system'])
+        !(request.namespace in ['kube-system', 'kube-public', 'kube-node-lease', '$Namespace'])
       messageExpression: >-
         'the $Name operator writes nothing in namespace ' + request.namespace
       reason: Forbidden
@@ -284,7 +284,7 @@ func policy(suffix, rules, variables, validations string) string {
     resourceRules:
 ` + rules + `  matchConditions:
     - name: $Name-service-account
-      expression: "request.userInfo.username == 'system:serviceaccount:kooper-system:$Name'"
+      expression: "request.userInfo.username == 'system:serviceaccount:$Namespace:$Name'"
 ` + variables + `  validations:
 ` + validations + `---
 ` + yamlMeta("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", name, "") + `spec:
@@ -303,7 +303,7 @@ func binding(kind, role string) string {
 subjects:
   - kind: ServiceAccount
     name: $Name
-    namespace: kooper-system
+    namespace: $Namespace
 `, kind, role)
 }
 
@@ -328,7 +328,7 @@ apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
   - ../crds/$Short # the $Kind CRD only (generated by make manifests)
-  - ../rbac/$Name # namespace kooper-system, ServiceAccount, roles, bindings
+  - ../rbac/$Name # namespace $Namespace, ServiceAccount, roles, bindings
   - deployment.yaml
   - metrics_service.yaml # /metrics over HTTPS, port https-metrics
   - network_policy.yaml # ingress: /metrics from Prometheus only
@@ -339,9 +339,9 @@ images:
     newTag: latest
 `
 	files["deployment.yaml"] = `# The $Name operator: two replicas, one acting (it holds the Lease
-# kooper-system/$Name), the other standing by.
+# $Namespace/$Name), the other standing by.
 # Part of manifests/$Name/kustomization.yaml: kubectl apply -k manifests/$Name.
-` + yamlMeta("apps/v1", "Deployment", "$Name", "kooper-system") + `spec:
+` + yamlMeta("apps/v1", "Deployment", "$Name", "$Namespace") + `spec:
   replicas: 2
   selector:
     matchLabels:
@@ -435,7 +435,7 @@ apiVersion: v1
 kind: Service
 metadata:
   name: $Name-metrics
-  namespace: kooper-system
+  namespace: $Namespace
   labels:
     app.kubernetes.io/name: $Name
     app.kubernetes.io/part-of: kooper
@@ -458,7 +458,7 @@ spec:
 # patch the two selectors in your overlay (see manifests/README.md). The
 # http port (/healthz, /readyz) admits no pod: the kubelet's probes are not
 # affected, since traffic from the pod's own node is always allowed.
-` + yamlMeta("networking.k8s.io/v1", "NetworkPolicy", "$Name", "kooper-system") + `spec:
+` + yamlMeta("networking.k8s.io/v1", "NetworkPolicy", "$Name", "$Namespace") + `spec:
   podSelector:
     matchLabels:
       app.kubernetes.io/name: $Name
@@ -479,7 +479,7 @@ spec:
 # drain, a cluster upgrade): the other holds or takes over the Lease.
 # maxUnavailable rather than minAvailable: 1, so that a Deployment scaled
 # to one replica can still be drained.
-` + yamlMeta("policy/v1", "PodDisruptionBudget", "$Name", "kooper-system") + `spec:
+` + yamlMeta("policy/v1", "PodDisruptionBudget", "$Name", "$Namespace") + `spec:
   maxUnavailable: 1
   selector:
     matchLabels:
@@ -501,7 +501,7 @@ files below. Images, ` + "`IMG`" + ` and undeploy are described in
 | file | what |
 |---|---|
 | ` + "`kustomization.yaml`" + ` | the list, and the image: ` + "`kooper/$Name`" + ` becomes ` + "`ghcr.io/kooperkit/$Name:latest`" + ` |
-| ` + "`deployment.yaml`" + ` | 2 replicas with leader election (Lease ` + "`kooper-system/$Name`" + `): one acts, the other is ready to take over. Non-root, read-only root filesystem, no capabilities, no privilege escalation, RuntimeDefault seccomp; CPU and memory requests, a memory limit but no CPU limit. ` + "`/healthz`, `/readyz`" + ` on port ` + "`http`" + ` (8080), ` + "`/metrics`" + ` over HTTPS on port ` + "`https-metrics`" + ` (8443, ` + "`-metrics-secure-addr`" + `), for authorized clients only. |
+| ` + "`deployment.yaml`" + ` | 2 replicas with leader election (Lease ` + "`$Namespace/$Name`" + `): one acts, the other is ready to take over. Non-root, read-only root filesystem, no capabilities, no privilege escalation, RuntimeDefault seccomp; CPU and memory requests, a memory limit but no CPU limit. ` + "`/healthz`, `/readyz`" + ` on port ` + "`http`" + ` (8080), ` + "`/metrics`" + ` over HTTPS on port ` + "`https-metrics`" + ` (8443, ` + "`-metrics-secure-addr`" + `), for authorized clients only. |
 | ` + "`metrics_service.yaml`" + ` | ` + "`$Name-metrics`" + `: port ` + "`https-metrics`" + ` to every replica's ` + "`/metrics`" + `, for a ServiceMonitor selecting ` + "`app.kubernetes.io/component: metrics`" + ` that scrapes with a bearer token ([` + "`manifests/README.md`" + `](../README.md)). |
 | ` + "`network_policy.yaml`" + ` | ingress to the replicas: port ` + "`https-metrics`" + ` from Prometheus in namespace ` + "`monitoring`" + ` only. |
 | ` + "`pdb.yaml`" + ` | at most one replica down at a time in a drain or an upgrade. |
@@ -522,9 +522,9 @@ token reads the metrics.
 // installsNamespaces says which namespaces make deploy installs.
 func installsNamespaces(op operator) string {
 	if op.Cluster && len(op.Owns) > 0 {
-		return "the namespaces `kooper-system` and `" + op.childNamespace() + "` (where the objects $Plural own are made)"
+		return "the namespaces `$Namespace` and `" + op.childNamespace() + "` (where the objects $Plural own are made)"
 	}
-	return "the namespace `kooper-system`"
+	return "the namespace `$Namespace`"
 }
 
 // installsPolicy names the admission policy make deploy installs, if any.

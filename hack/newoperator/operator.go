@@ -32,7 +32,9 @@ is made again.`
 	f.code(`// Defaults, shared with cmd/ and the manifests in manifests/$Name.
 const (
 	DefaultName      = "$Name"
-	DefaultNamespace = "kooper-system"
+	// DefaultNamespace is the operator's own namespace
+	// (manifests/rbac/$Name/namespace.yaml): the Lease lives there.
+	DefaultNamespace = "$Namespace"
 	// DefaultResync is how often every $Kind is handled again anyway, a
 	// safety net: changes are seen as they happen.
 	DefaultResync = 10 * time.Minute

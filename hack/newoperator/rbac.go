@@ -43,11 +43,18 @@ const servedNamespace = "default"
 // controllers' caches), create and update.
 var childVerbs = []string{"get", "list", "watch", "create", "update"}
 
+// namespace is the operator's own namespace ($Namespace in templates): its
+// ServiceAccount, Deployment, Lease and Services live there, and nothing of
+// another operator, so that its Role and a stolen token reach no other
+// operator's Lease or Secrets.
+func (o operator) namespace() string { return "kooper-" + o.Name }
+
 // childNamespace is where a cluster-scoped kind's children are made by
 // default: a namespace of their own, so that the operator may write there
-// and not in kooper-system, where the other operators' Deployments and
-// Secrets are.
-func (o operator) childNamespace() string { return "kooper-" + o.Name }
+// and neither in its own namespace, next to its Deployment and Lease, nor
+// where other workloads live. validate refuses an operator name ending in
+// -children, whose namespace would be another operator's children's.
+func (o operator) childNamespace() string { return o.namespace() + "-children" }
 
 // roles returns the operator's roles: a ClusterRole, a Role in its namespace
 // (leader election), for a cluster-scoped kind owning others a Role in the
@@ -76,7 +83,7 @@ func (o operator) roles() []role {
 		})
 	}
 	lease := role{
-		file: "role.yaml", kind: "Role", namespace: "kooper-system", name: "kooper-$Name", goVar: "neededInNamespace",
+		file: "role.yaml", kind: "Role", namespace: o.namespace(), name: "kooper-$Name", goVar: "neededInNamespace",
 		comment: "Leader election: the Lease lives in the operator's own namespace only.",
 		rules: []rule{{
 			comment:   "create cannot be limited to a name (the object does not exist yet).",

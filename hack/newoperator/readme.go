@@ -54,7 +54,7 @@ func operatorREADME(op operator) string {
 		}
 		p("An admission policy ([`children_policy.yaml`](../../manifests/rbac/$Name/children_policy.yaml)) lets it\n")
 		p("create and update only objects a `$Kind` controls, their owner references set at creation\n")
-		p("and kept (no adoption), with no finalizer, never in `kube-*` or `kooper-system`")
+		p("and kept (no adoption), with no finalizer, never in `kube-*` or its own namespace `$Namespace`")
 		if op.owns("Secret") {
 			p(", never a\nServiceAccount token Secret")
 		}
@@ -99,7 +99,7 @@ func operatorREADME(op operator) string {
 	p("| `-http-addr` | `:8080` | `/metrics` (unless `-metrics-secure-addr`), `/healthz`, `/readyz` |\n")
 	p("| `-metrics-secure-addr` | empty: `/metrics` on `-http-addr` | HTTPS address serving `/metrics` only to clients the API server authenticates and authorizes (`get` on the non-resource URL `/metrics`), e.g. `:8443` as in [`manifests/$Name`](../../manifests/$Name/README.md); the operator's ServiceAccount needs `system:auth-delegator` to ask |\n")
 	p("| `-leader-elect` | true | Lease `<namespace>/$Name`; turn it off only for a single replica |\n")
-	p("| `-namespace` | `$POD_NAMESPACE`, else `kooper-system` | where the Lease lives |\n")
+	p("| `-namespace` | `$POD_NAMESPACE`, else `$Namespace` | the operator's own: where the Lease lives |\n")
 	if op.Cluster && len(op.Owns) > 0 {
 		p("| `-child-namespace` | `%s` | where the children are made; the RBAC must allow it |\n", op.childNamespace())
 	}
@@ -129,7 +129,7 @@ func operatorREADME(op operator) string {
 		p("  the operator may create and update only objects labelled `app.kubernetes.io/managed-by=kooper-$Name`,\n")
 		p("  so a stolen token can change no object the operator did not make.\n")
 	}
-	p("\nDeployment: [`manifests/$Name`](../../manifests/$Name/README.md).\n\n")
+	p("\nDeployment: [`manifests/$Name`](../../manifests/$Name/README.md), in the operator's own namespace\n`$Namespace`.\n\n")
 
 	p("## Tests\n\n")
 	p("- `internal/handler`: table-driven, on the fake clientsets: ")

@@ -45,10 +45,6 @@ func render(op operator) (map[string][]byte, error) {
 		"manifests/" + op.Name:      deployFiles(op),
 	} {
 		for name, text := range texts {
-			if name == "namespace.yaml" {
-				files[path.Join(dir, name)] = []byte(text) // a byte-for-byte copy
-				continue
-			}
 			text = r.Replace(text)
 			if path.Ext(name) == ".md" {
 				files[path.Join(dir, name)] = []byte(reflowMarkdown(text))

@@ -112,10 +112,54 @@ func TestRenderedFilesAreWellFormed(t *testing.T) {
 					t.Errorf("%s/kustomization.yaml does not list %s", dir, path.Base(name))
 				}
 			}
-			if ns := files["manifests/rbac/"+op.Name+"/namespace.yaml"]; string(ns) != string(op.NamespaceYAML) {
-				t.Errorf("namespace.yaml differs from the other operators' copy")
-			}
+			checkNamespaces(t, op, files)
 		})
+	}
+}
+
+// checkNamespaces checks that the operator lives in a namespace of its own,
+// which its manifests create at the restricted Pod Security level, and that
+// they put nothing anywhere else but where its children and Events go.
+func checkNamespaces(t *testing.T, op operator, files map[string][]byte) {
+	t.Helper()
+	elsewhere := map[string]bool{servedNamespace: true} // a namespaced kind's children
+	elsewhere["default"] = true                         // a cluster-scoped kind's Events
+	if op.Cluster && len(op.Owns) > 0 {
+		elsewhere[op.childNamespace()] = true
+	}
+	if elsewhere[op.namespace()] {
+		t.Fatalf("the operator's namespace %s is also where its children or Events go", op.namespace())
+	}
+	own := []string{"ServiceAccount", "Deployment", "Service", "NetworkPolicy", "PodDisruptionBudget"}
+	for name, content := range files {
+		if path.Ext(name) != ".yaml" || !strings.HasPrefix(name, "manifests/") {
+			continue
+		}
+		for _, part := range strings.Split(string(content), "\n---\n") {
+			var doc struct {
+				Kind     string `json:"kind"`
+				Metadata struct {
+					Name      string            `json:"name"`
+					Namespace string            `json:"namespace"`
+					Labels    map[string]string `json:"labels"`
+				} `json:"metadata"`
+			}
+			if err := yaml.Unmarshal([]byte(part), &doc); err != nil {
+				continue // TestRenderedFilesAreWellFormed says why
+			}
+			ns := doc.Metadata.Namespace
+			switch {
+			case slices.Contains(own, doc.Kind) && ns != op.namespace():
+				t.Errorf("%s: %s %s is in namespace %q, want the operator's own, %s", name, doc.Kind, doc.Metadata.Name, ns, op.namespace())
+			case ns != "" && ns != op.namespace() && !elsewhere[ns]:
+				t.Errorf("%s: %s %s is in namespace %q, want %s or where its children or Events go", name, doc.Kind, doc.Metadata.Name, ns, op.namespace())
+			case doc.Kind == "Namespace" && doc.Metadata.Labels["pod-security.kubernetes.io/enforce"] != "restricted":
+				t.Errorf("%s: namespace %s does not enforce the restricted Pod Security profile", name, doc.Metadata.Name)
+			}
+			if name == "manifests/rbac/"+op.Name+"/namespace.yaml" && (doc.Kind != "Namespace" || doc.Metadata.Name != op.namespace()) {
+				t.Errorf("%s: got %s %s, want the Namespace %s", name, doc.Kind, doc.Metadata.Name, op.namespace())
+			}
+		}
 	}
 }
 

@@ -22,9 +22,6 @@ type repo struct {
 	// kinds maps each kind declared in apis/ to the package declaring it,
 	// groups each API group (+groupName) likewise.
 	kinds, groups map[string]string
-	// namespaceYAML is manifests/rbac/<an operator>/namespace.yaml, which
-	// every operator's RBAC holds an identical copy of; nil if none.
-	namespaceYAML []byte
 }
 
 var groupDecl = regexp.MustCompile(`(?m)^// \+groupName=(\S+)`)
@@ -51,12 +48,6 @@ func openRepo(dir string, walkUp bool) (repo, error) {
 	}
 	if err := r.scanAPIs(); err != nil {
 		return repo{}, err
-	}
-	shared, _ := filepath.Glob(filepath.Join(root, "manifests", "rbac", "*", "namespace.yaml"))
-	if len(shared) > 0 {
-		if r.namespaceYAML, err = os.ReadFile(shared[0]); err != nil {
-			return repo{}, err
-		}
 	}
 	return r, nil
 }

@@ -47,7 +47,7 @@ var samples = []program{
 	{name: "pod-logger", args: []string{"-metrics-addr", "127.0.0.1:8080"}},
 	// One replica: no leader election. The webhook needs a Service or a URL
 	// the API server can reach over TLS; the tests cover it, the demo skips it.
-	{name: "pod-terminator", args: []string{"-http-addr", "127.0.0.1:8081", "-leader-elect=false", "-webhook-addr=", "-namespace", "kooper-system"}},
+	{name: "pod-terminator", args: []string{"-http-addr", "127.0.0.1:8081", "-leader-elect=false", "-webhook-addr=", "-namespace", "kooper-pod-terminator"}},
 	{name: "multi-resource", args: []string{"-http-addr", "127.0.0.1:8082", "-leader-elect=false"}},
 	// Three replicas of one sharded controller: each prints the pods of
 	// its slots only (docs/tutorial-sharding.md).

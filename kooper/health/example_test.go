@@ -29,7 +29,7 @@ func ExampleReadiness() {
 	}
 	replica, err := leaderelection.New(leaderelection.Config{
 		Name:      "pod-terminator",
-		Namespace: "kooper-system",
+		Namespace: "kooper-pod-terminator",
 		Client:    fake.NewClientset().CoordinationV1(),
 	}, ctrl)
 	if err != nil {

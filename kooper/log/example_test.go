@@ -64,12 +64,12 @@ func ExampleRouteKlog() {
 	restore := log.RouteKlog(logger)
 	defer restore()
 
-	klog.InfoS("attempting to acquire leader lease", "lease", "kooper-system/pod-terminator")
+	klog.InfoS("attempting to acquire leader lease", "lease", "kooper-pod-terminator/pod-terminator")
 	klog.V(4).InfoS("not written: klog's -v is 0")
 	klog.ErrorS(errors.New(`podterminators.chaos.kooperkit.io is forbidden`), "failed to list *v1alpha1.PodTerminator")
 	klog.FromContext(context.Background()).WithName("reflector").Info("watch closed")
 	// Output:
-	// level=info msg="attempting to acquire leader lease" lease=kooper-system/pod-terminator
+	// level=info msg="attempting to acquire leader lease" lease=kooper-pod-terminator/pod-terminator
 	// level=error msg="failed to list *v1alpha1.PodTerminator" err="podterminators.chaos.kooperkit.io is forbidden"
 	// level=info msg="watch closed" logger=reflector
 }

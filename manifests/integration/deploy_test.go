@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
@@ -21,9 +22,9 @@ import (
 
 // make deploy installs each operator with its image; make undeploy removes
 // one operator, its custom resources first, while its Deployment still runs
-// to remove their finalizers, then the operator, then its CRDs, and leaves
-// the other operator, its CRDs and the shared namespace alone; undeploying
-// the last operator removes the namespace; undeploying again is harmless.
+// to remove their finalizers, then the operator with its own namespace, then
+// its CRDs, and leaves the other operator, its CRDs and its namespace alone;
+// undeploying again is harmless.
 //
 // It runs on a cluster of its own, with the controller manager: ReplicaSets
 // make the pods (so Pod Security admission checks real pods), and the
@@ -45,7 +46,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	kube := kubernetes.NewForConfigOrDie(c.Config())
 	crds := apiextensions.NewForConfigOrDie(c.Config()).ApiextensionsV1().CustomResourceDefinitions()
 	tenants := versioned.NewForConfigOrDie(c.Config()).TenancyV1alpha1().Tenants()
-	deployments := kube.AppsV1().Deployments(namespace)
+	deployments := func(op string) typedappsv1.DeploymentInterface { return kube.AppsV1().Deployments(namespaceOf(op)) }
 	policies := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
 
 	runMake := func(args ...string) string {
@@ -68,7 +69,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		"pod-terminator": "ghcr.io/kooperkit/pod-terminator:v0.0.0-deploytest", // IMAGE_REGISTRY/<operator>:VERSION
 		"multi-resource": "registry.example/team/multi-resource:v1",
 	} {
-		d, err := deployments.Get(ctx, name, metav1.GetOptions{})
+		d, err := deployments(name).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 			t.Errorf("%s: got image %s, want %s", name, got, image)
 		}
 		eventually(t, 60*time.Second, name+"'s ReplicaSet makes 2 pods that Pod Security admission accepts", func() error {
-			pods, err := kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+			pods, err := kube.CoreV1().Pods(namespaceOf(name)).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
 			if err != nil {
 				return err
 			}
@@ -87,7 +88,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		})
 	}
 
-	// What lies outside the operators' namespace is installed too.
+	// What lies outside the operators' namespaces is installed too.
 	for _, name := range []string{"kooper-pod-terminator-ca-bundle-only", "kooper-pod-terminator-protected-pods", "kooper-pod-terminator-webhook-secret",
 		"kooper-multi-resource-tenant-namespaces", "kooper-multi-resource-admin-bindings"} {
 		if _, err := policies.Get(ctx, name, metav1.GetOptions{}); err != nil {
@@ -103,7 +104,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 				t.Errorf("ClusterRoleBinding %s: %v", binding, err)
 			}
 		}
-		if _, err := kube.PolicyV1().PodDisruptionBudgets(namespace).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		if _, err := kube.PolicyV1().PodDisruptionBudgets(namespaceOf(name)).Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("the %s PodDisruptionBudget: %v", name, err)
 		}
 	}
@@ -128,7 +129,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 				if tenant.DeletionTimestamp == nil {
 					continue
 				}
-				if _, err := deployments.Get(ctx, "multi-resource", metav1.GetOptions{}); err != nil {
+				if _, err := deployments("multi-resource").Get(ctx, "multi-resource", metav1.GetOptions{}); err != nil {
 					return fmt.Errorf("the Tenant is being deleted but the operator's Deployment is not there to finalize it: %w", err)
 				}
 				tenant.Finalizers = nil
@@ -141,12 +142,9 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		}()
 	}()
 
-	out := runMake("undeploy", "OPERATOR=multi-resource")
+	runMake("undeploy", "OPERATOR=multi-resource")
 	if err := <-finalized; err != nil {
 		t.Fatal(err)
-	}
-	if !strings.Contains(out, "namespace "+namespace+" stays") {
-		t.Errorf("make undeploy said\n%s\nwant the namespace kept for the pod-terminator", out)
 	}
 	gone := func(what string, err error) {
 		t.Helper()
@@ -154,9 +152,19 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 			t.Errorf("%s: got %v, want it gone", what, err)
 		}
 	}
+	// make undeploy waits for the namespace controller to empty and delete
+	// the operator's namespace.
+	namespaceGone := func(op string) {
+		t.Helper()
+		ns, err := kube.CoreV1().Namespaces().Get(ctx, namespaceOf(op), metav1.GetOptions{})
+		if err == nil {
+			err = fmt.Errorf("namespace %s is %s", ns.Name, ns.Status.Phase)
+		}
+		gone("the "+op+" namespace", err)
+	}
 	_, err = crds.Get(ctx, "tenants.tenancy.kooperkit.io", metav1.GetOptions{})
 	gone("the Tenant CRD", err)
-	_, err = deployments.Get(ctx, "multi-resource", metav1.GetOptions{})
+	_, err = deployments("multi-resource").Get(ctx, "multi-resource", metav1.GetOptions{})
 	gone("the multi-resource Deployment", err)
 	_, err = kube.RbacV1().ClusterRoles().Get(ctx, "kooper-multi-resource", metav1.GetOptions{})
 	gone("the multi-resource ClusterRole", err)
@@ -166,10 +174,11 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
 		gone("the multi-resource policy binding "+name, err)
 	}
-	_, err = kube.NetworkingV1().NetworkPolicies(namespace).Get(ctx, "multi-resource", metav1.GetOptions{})
+	_, err = kube.NetworkingV1().NetworkPolicies(namespaceOf("multi-resource")).Get(ctx, "multi-resource", metav1.GetOptions{})
 	gone("the multi-resource NetworkPolicy", err)
-	_, err = kube.PolicyV1().PodDisruptionBudgets(namespace).Get(ctx, "multi-resource", metav1.GetOptions{})
+	_, err = kube.PolicyV1().PodDisruptionBudgets(namespaceOf("multi-resource")).Get(ctx, "multi-resource", metav1.GetOptions{})
 	gone("the multi-resource PodDisruptionBudget", err)
+	namespaceGone("multi-resource")
 	_, err = kube.RbacV1().ClusterRoles().Get(ctx, "kooper-multi-resource-metrics-reader", metav1.GetOptions{})
 	gone("the multi-resource metrics-reader ClusterRole", err)
 	for _, binding := range []string{"kooper-multi-resource-auth-delegator", "kooper-multi-resource-metrics-reader"} {
@@ -185,11 +194,11 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	if _, err := crds.Get(ctx, "podterminators.chaos.kooperkit.io", metav1.GetOptions{}); err != nil {
 		t.Errorf("the PodTerminator CRD: %v, want it kept", err)
 	}
-	if _, err := deployments.Get(ctx, "pod-terminator", metav1.GetOptions{}); err != nil {
+	if _, err := deployments("pod-terminator").Get(ctx, "pod-terminator", metav1.GetOptions{}); err != nil {
 		t.Errorf("the pod-terminator Deployment: %v, want it kept", err)
 	}
-	if ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
-		t.Errorf("namespace %s: %v (deleted at %v), want it kept", namespace, err, ns.GetDeletionTimestamp())
+	if ns, err := kube.CoreV1().Namespaces().Get(ctx, namespaceOf("pod-terminator"), metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("namespace %s: %v (deleted at %v), want it kept", namespaceOf("pod-terminator"), err, ns.GetDeletionTimestamp())
 	}
 
 	runMake("undeploy", "OPERATOR=pod-terminator")
@@ -203,17 +212,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	gone("the pod-terminator's events Role in default", err)
 	_, err = kube.RbacV1().ClusterRoleBindings().Get(ctx, "kooper-pod-terminator-metrics-reader", metav1.GetOptions{})
 	gone("the pod-terminator's metrics-reader binding", err)
-	eventually(t, 60*time.Second, "the namespace is deleted", func() error {
-		ns, err := kube.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return err
-		default:
-			return fmt.Errorf("namespace %s is %s", namespace, ns.Status.Phase)
-		}
-	})
+	namespaceGone("pod-terminator")
 
 	runMake("undeploy") // both, when nothing is left: a no-op
 }

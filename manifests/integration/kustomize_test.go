@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,10 +18,10 @@ import (
 // Each operator's kustomization renders its namespace, RBAC and admission
 // policies, Deployment, Services, NetworkPolicy and webhook, and the CRDs of
 // its own API group only: undeploying one operator must never delete
-// another's CRDs. Everything but the shared namespace and the CRDs carries
+// another's CRDs. Everything but the CRDs carries
 // app.kubernetes.io/name=<operator>, which is how undeploy finds the
-// operator's objects, and is in the operator's namespace unless listed as
-// elsewhere.
+// operator's objects (its own namespaces included), and is in the
+// operator's namespace unless listed as elsewhere.
 func TestEachOperatorRendersWhatItNeedsAndNothingElse(t *testing.T) {
 	for _, op := range operators {
 		t.Run(op.name, func(t *testing.T) {
@@ -49,17 +48,17 @@ func TestEachOperatorRendersWhatItNeedsAndNothingElse(t *testing.T) {
 						t.Errorf("got CRD %s of group %s, want %s's only", crd.Name, crd.Spec.Group, group)
 					}
 				case "Namespace":
-					if o.GetName() != namespace && !slices.Contains(op.namespaces, o.GetName()) {
-						t.Errorf("got namespace %s, want %s", o.GetName(), strings.Join(append([]string{namespace}, op.namespaces...), " or "))
+					if o.GetName() != namespaceOf(op.name) && !slices.Contains(op.namespaces, o.GetName()) {
+						t.Errorf("got namespace %s, want %s", o.GetName(), strings.Join(append([]string{namespaceOf(op.name)}, op.namespaces...), " or "))
 					}
-					if o.GetName() != namespace && o.GetLabels()["app.kubernetes.io/name"] != op.name {
+					if o.GetLabels()["app.kubernetes.io/name"] != op.name {
 						t.Errorf("namespace %s has app.kubernetes.io/name=%q, want %q (make undeploy selects by it)", o.GetName(), o.GetLabels()["app.kubernetes.io/name"], op.name)
 					}
 				default:
 					if got := o.GetLabels()["app.kubernetes.io/name"]; got != op.name {
 						t.Errorf("%s %s has app.kubernetes.io/name=%q, want %q (make undeploy selects by it)", o.GetKind(), o.GetName(), got, op.name)
 					}
-					want := []string{namespace}
+					want := []string{namespaceOf(op.name)}
 					if ns, ok := op.elsewhere[o.GetKind()+"/"+o.GetName()]; ok {
 						want = ns
 					}
@@ -266,8 +265,10 @@ func TestTheManifestsApplyOnTheServer(t *testing.T) {
 			}
 		})
 	}
-	if got := kubectl(t, "get", "deployments", "-n", namespace, "-o", "name"); strings.TrimSpace(got) != "" {
-		t.Errorf("got deployments %s after a dry run, want none", got)
+	for _, op := range operators {
+		if got := kubectl(t, "get", "deployments", "-n", namespaceOf(op.name), "-o", "name"); strings.TrimSpace(got) != "" {
+			t.Errorf("got deployments %s after a dry run, want none", got)
+		}
 	}
 }
 
@@ -311,19 +312,29 @@ func TestEveryKustomizationListsItsDirectoryAndRenders(t *testing.T) {
 	}
 }
 
-// Both operators' kustomizations create the namespace they share; the copies
-// must be identical, or each deploy would undo the other's.
-func TestTheOperatorsDefineTheirNamespaceAlike(t *testing.T) {
-	var first []byte
-	for i, op := range operators {
-		b, err := os.ReadFile(filepath.Join(manifests, "rbac", op.name, "namespace.yaml"))
-		if err != nil {
-			t.Fatal(err)
+// Each operator runs in a namespace of its own, which no other operator's
+// kustomization renders: a Role there (Leases, Secrets) reaches no other
+// operator's objects, and undeploying one operator deletes its namespace
+// only. Pod Security enforces the restricted profile in each.
+func TestEachOperatorHasItsOwnNamespace(t *testing.T) {
+	owner := map[string]string{}
+	for _, op := range operators {
+		own := false
+		for _, o := range objects(t, kustomize(t, filepath.Join(manifests, op.name))) {
+			if o.GetKind() != "Namespace" {
+				continue
+			}
+			if other, ok := owner[o.GetName()]; ok {
+				t.Errorf("namespace %s is rendered by %s and %s", o.GetName(), other, op.name)
+			}
+			owner[o.GetName()] = op.name
+			own = own || o.GetName() == namespaceOf(op.name)
+			if got := o.GetLabels()["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+				t.Errorf("namespace %s enforces Pod Security %q, want restricted", o.GetName(), got)
+			}
 		}
-		if i == 0 {
-			first = b
-		} else if !bytes.Equal(b, first) {
-			t.Errorf("manifests/rbac/%s/namespace.yaml differs from manifests/rbac/%s/namespace.yaml", op.name, operators[0].name)
+		if !own {
+			t.Errorf("%s renders no namespace %s", op.name, namespaceOf(op.name))
 		}
 	}
 }

@@ -33,8 +33,10 @@ const (
 	manifests = ".."
 	// deployScript is what make deploy and make undeploy run.
 	deployScript = manifests + "/deploy.sh"
-	namespace    = "kooper-system"
 )
+
+// namespaceOf is the namespace the operator runs in, its own.
+func namespaceOf(operator string) string { return "kooper-" + operator }
 
 // deployable is an operator's directory of manifests/ and what its
 // kustomization must render.
@@ -48,9 +50,9 @@ type deployable struct {
 	// Nil: at least the kinds of required, and no kind outside allowed.
 	kinds []string
 	// elsewhere names, as Kind/name, its namespaced objects that are not in
-	// namespace, with the namespaces they may be in.
+	// its namespace (namespaceOf), with the namespaces they may be in.
 	elsewhere map[string][]string
-	// namespaces are the Namespaces it may create besides namespace.
+	// namespaces are the Namespaces it may create besides its own.
 	namespaces []string
 }
 
@@ -94,7 +96,7 @@ var (
 // operators are the deployable operators: the samples, then every other
 // directory of manifests/ with a deployment.yaml, such as one make
 // new-operator wrote, with the names make new-operator gives its objects
-// outside namespace.
+// outside its namespace.
 var operators = discover()
 
 func discover() []deployable {
@@ -105,17 +107,17 @@ func discover() []deployable {
 		if slices.ContainsFunc(ops, func(op deployable) bool { return op.name == name }) {
 			continue
 		}
-		own := "kooper-" + name
+		own, children := namespaceOf(name), namespaceOf(name)+"-children"
 		ops = append(ops, deployable{
 			name: name,
 			// A scaffold's Role for the children of a cluster-scoped kind is
-			// in its namespace; for a namespaced kind's, in the namespace it
-			// serves, default unless told otherwise.
+			// in the namespace of their own; for a namespaced kind's, in the
+			// namespace it serves, default unless told otherwise.
 			elsewhere: map[string][]string{
 				"Role/" + own + "-events": {"default"}, "RoleBinding/" + own + "-events": {"default"},
-				"Role/" + own + "-children": {own, "default"}, "RoleBinding/" + own + "-children": {own, "default"},
+				"Role/" + own + "-children": {children, "default"}, "RoleBinding/" + own + "-children": {children, "default"},
 			},
-			namespaces: []string{own},
+			namespaces: []string{children},
 		})
 	}
 	return ops

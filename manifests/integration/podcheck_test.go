@@ -81,7 +81,7 @@ func (p *podsTest) stillLive(ctx context.Context, d *deployed) error {
 		return err
 	}
 	for _, pod := range pods {
-		evs, err := p.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
+		evs, err := p.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
 		if err != nil {
 			return err
 		}
@@ -118,7 +118,7 @@ func only1(objs []*unstructured.Unstructured, kind string, into any) error {
 func (p *podsTest) waitReady(ctx context.Context, d *deployed, n int, timeout time.Duration) ([]corev1.Pod, error) {
 	deadline := time.Now().Add(timeout)
 	for {
-		list, err := p.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + d.op})
+		list, err := p.kube.CoreV1().Pods(namespaceOf(d.op)).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + d.op})
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +182,7 @@ func podStates(pods []corev1.Pod) string {
 func (p *podsTest) podEvents(ctx context.Context, pods []corev1.Pod) string {
 	var b strings.Builder
 	for _, pod := range pods {
-		evs, err := p.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
+		evs, err := p.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
 		if err != nil {
 			continue
 		}
@@ -198,7 +198,7 @@ func (p *podsTest) podEvents(ctx context.Context, pods []corev1.Pod) string {
 // notFound reports a probe that got 404.
 func (p *podsTest) notFound(ctx context.Context, pods []corev1.Pod) string {
 	for _, pod := range pods {
-		evs, err := p.kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
+		evs, err := p.kube.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
 		if err != nil {
 			continue
 		}
@@ -219,7 +219,7 @@ func (p *podsTest) checkLease(ctx context.Context, d *deployed, pods []corev1.Po
 		if denied := p.denied(d); denied != "" {
 			return errors.New("no Lease held")
 		}
-		leases, err := p.kube.CoordinationV1().Leases(namespace).List(ctx, metav1.ListOptions{})
+		leases, err := p.kube.CoordinationV1().Leases(namespaceOf(d.op)).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}
@@ -234,7 +234,7 @@ func (p *podsTest) checkLease(ctx context.Context, d *deployed, pods []corev1.Po
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("no Lease in %s is held by a replica after 30s: %v", namespace, holders)
+			return fmt.Errorf("no Lease in %s is held by a replica after 30s: %v", namespaceOf(d.op), holders)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -268,7 +268,7 @@ func (p *podsTest) checkServices(ctx context.Context, d *deployed, pods []corev1
 }
 
 func (p *podsTest) serviceReaches(ctx context.Context, svc corev1.Service, pods []corev1.Pod) error {
-	eps, err := p.kube.DiscoveryV1().EndpointSlices(namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
+	eps, err := p.kube.DiscoveryV1().EndpointSlices(svc.Namespace).List(ctx, metav1.ListOptions{LabelSelector: discoveryv1.LabelServiceName + "=" + svc.Name})
 	if err != nil {
 		return err
 	}
@@ -448,7 +448,7 @@ func (p *podsTest) denied(d *deployed) string {
 	var found []string
 	logs := p.node.ContainerLogs()
 	for _, l := range logs[min(d.logsFrom, len(logs)):] {
-		if l.Namespace != namespace {
+		if l.Namespace != namespaceOf(d.op) {
 			continue
 		}
 		files, _ := filepath.Glob(filepath.Join(l.Dir, "*.log"))
@@ -461,7 +461,7 @@ func (p *podsTest) denied(d *deployed) string {
 			}
 		}
 	}
-	sa := "system:serviceaccount:" + namespace + ":" + d.op
+	sa := "system:serviceaccount:" + namespaceOf(d.op) + ":" + d.op
 	f, err := os.Open(p.audit)
 	if err == nil {
 		defer f.Close()

@@ -66,7 +66,7 @@ kind: Policy
 omitStages: ["RequestReceived"]
 rules:
   - level: Metadata
-    userGroups: ["system:serviceaccounts:`+namespace+`"]
+    userGroups: ["system:serviceaccounts:`+namespaceOf("pod-terminator")+`", "system:serviceaccounts:`+namespaceOf("multi-resource")+`"]
   - level: None
 `), 0o600); err != nil {
 		t.Fatal(err)
@@ -188,12 +188,12 @@ func (p *podsTest) deploy(t *testing.T, op string, mutate func(objs []*unstructu
 func (p *podsTest) removeDeployment(t *testing.T, op string) {
 	t.Helper()
 	ctx := context.Background()
-	err := p.kube.AppsV1().Deployments(namespace).Delete(ctx, op, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
+	err := p.kube.AppsV1().Deployments(namespaceOf(op)).Delete(ctx, op, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationForeground)})
 	if err != nil && !apierrors.IsNotFound(err) {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, op+"'s pods are gone", func() error {
-		pods, err := p.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + op})
+		pods, err := p.kube.CoreV1().Pods(namespaceOf(op)).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + op})
 		if err != nil {
 			return err
 		}

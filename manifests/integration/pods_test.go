@@ -99,7 +99,7 @@ var mutations = []struct {
 	}, "9444"},
 	{"a permission the ServiceAccount lacks", func(t *testing.T, objs []*unstructured.Unstructured) {
 		for _, o := range objs {
-			if o.GetKind() != "Role" || o.GetNamespace() != namespace {
+			if o.GetKind() != "Role" || o.GetNamespace() != namespaceOf("pod-terminator") {
 				continue
 			}
 			rules, _, _ := unstructured.NestedSlice(o.Object, "rules")

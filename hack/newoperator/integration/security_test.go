@@ -85,6 +85,9 @@ type scaffold struct {
 	// operator's kind (no such object: without a controller manager,
 	// nothing collects what it owns).
 	owner []metav1.OwnerReference
+	// namespace is the operator's own, kooper-<name>: its ServiceAccount
+	// and Lease are there.
+	namespace string
 }
 
 func newScaffold(t *testing.T, cluster *devcluster.Cluster, admin kubernetes.Interface, newoperator, root, owns string) *scaffold {
@@ -92,7 +95,7 @@ func newScaffold(t *testing.T, cluster *devcluster.Cluster, admin kubernetes.Int
 	ctx := context.Background()
 	short := fmt.Sprintf("sec%s%d", strings.ToLower(strings.ReplaceAll(owns, ",", "")), os.Getpid()%100000)
 	name := "sec-" + strings.ToLower(strings.ReplaceAll(owns, ",", ""))
-	s := &scaffold{name: name, group: short + ".example.com", admin: admin, kubectl: filepath.Join(cluster.BinDir(), devcluster.BinKubectl)}
+	s := &scaffold{name: name, group: short + ".example.com", namespace: "kooper-" + name, admin: admin, kubectl: filepath.Join(cluster.BinDir(), devcluster.BinKubectl)}
 	dir := t.TempDir()
 	cmd := exec.Command(newoperator, "-root", root, "-name", name, "-group", s.group, "-kind", "Thing", "-scope", "Namespaced", "-owns", owns, "-rbac-only", dir)
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -101,7 +104,7 @@ func newScaffold(t *testing.T, cluster *devcluster.Cluster, admin kubernetes.Int
 	// Nothing is deleted afterwards: the cluster is the test's own.
 	s.run(t, cluster.KubeconfigPath(), "apply", "-k", dir)
 
-	tr, err := admin.CoreV1().ServiceAccounts("kooper-system").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	tr, err := admin.CoreV1().ServiceAccounts(s.namespace).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,14 +188,17 @@ func waitEnforced(t *testing.T, s *scaffold, write func() error) {
 }
 
 // common checks what holds for every owned kind: no cluster-wide read or
-// write, no system namespace, no Secret outside the served namespaces.
+// write, no system namespace nor the operator's own, no Secret outside the
+// served namespaces.
 func (s *scaffold) common(t *testing.T, resource string) {
 	t.Helper()
 	s.cannot(t, "list", resource, "-A")
 	s.cannot(t, "create", resource, "-n", "kube-system")
+	s.cannot(t, "create", resource, "-n", s.namespace)
 	s.cannot(t, "create", resource, "-n", "elsewhere")
 	s.cannot(t, "list", "secrets", "-A")
 	s.cannot(t, "get", "secrets", "-n", "kube-system")
+	s.cannot(t, "get", "secrets", "-n", s.namespace)
 	_, err := s.token.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{})
 	refused(t, "listing the Secrets of kube-system", err)
 }

@@ -42,8 +42,8 @@ func TestMetric(t *testing.T) {
 }
 
 func TestAsServiceAccount(t *testing.T) {
-	cfg := e2etest.AsServiceAccount(&rest.Config{Host: "https://127.0.0.1"}, "kooper-system", "op", 50, 100)
-	if cfg.Impersonate.UserName != "system:serviceaccount:kooper-system:op" || len(cfg.Impersonate.Groups) != 3 || cfg.QPS != 50 || cfg.Burst != 100 {
+	cfg := e2etest.AsServiceAccount(&rest.Config{Host: "https://127.0.0.1"}, "kooper-op", "op", 50, 100)
+	if cfg.Impersonate.UserName != "system:serviceaccount:kooper-op:op" || len(cfg.Impersonate.Groups) != 3 || cfg.QPS != 50 || cfg.Burst != 100 {
 		t.Errorf("got %+v", cfg)
 	}
 }

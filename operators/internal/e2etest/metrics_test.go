@@ -97,7 +97,7 @@ func TestCheckSecureMetrics(t *testing.T) {
 			}
 			defer srv.Stop()
 			rec := &errorRecorder{TB: t}
-			e2etest.CheckSecureMetrics(rec, client, e2etest.SecureMetrics{Account: "kooper-system/op", PlainAddr: srv.Addr(), SecureAddr: srv.SecureAddr()})
+			e2etest.CheckSecureMetrics(rec, client, e2etest.SecureMetrics{Account: "kooper-op/op", PlainAddr: srv.Addr(), SecureAddr: srv.SecureAddr()})
 			if len(rec.errors) != len(tt.wantErrors) {
 				t.Fatalf("got errors %q, want %d saying %q", rec.errors, len(tt.wantErrors), tt.wantErrors)
 			}

@@ -48,7 +48,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	cfg := operator.Config{
 		TracerProvider: tp,
-		REST:           e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "multi-resource", 100, 200), // the command's defaults
+		REST:           e2etest.AsServiceAccount(cluster.Config(), "kooper-multi-resource", "multi-resource", 100, 200), // the command's defaults
 		Registry:       registry,
 		HTTPAddr:       httpAddr,
 		Logger:         log.NewStd(t.Output(), log.StdOptions{}),

@@ -64,7 +64,7 @@ func TestEveryLogLineIsJSONAndNamesTheResource(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, auth := range kc.AuthInfos {
-		auth.Impersonate = "system:serviceaccount:kooper-system:multi-resource"
+		auth.Impersonate = "system:serviceaccount:kooper-multi-resource:multi-resource"
 	}
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
@@ -115,7 +115,7 @@ func TestEveryLogLineIsJSONAndNamesTheResource(t *testing.T) {
 	e2etest.Eventually(t, 30*time.Second, "a line naming the LimitRanges the operator may not list",
 		mentions(`"controller":"multi-resource-limitrange"`, `limitranges \"tenant-limits\" is forbidden`))
 	e2etest.Eventually(t, 30*time.Second, "client-go's leader elector saying it leads",
-		mentions(`Successfully acquired lease`, `"lock":"kooper-system/multi-resource"`))
+		mentions(`Successfully acquired lease`, `"lock":"kooper-multi-resource/multi-resource"`))
 	stop()
 
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

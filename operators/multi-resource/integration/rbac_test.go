@@ -108,7 +108,8 @@ func TestRBACServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		{Namespace: "some-tenant", Group: "apps", Resource: "deployments", Verb: "create"},
 		{Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Verb: "bind", Name: "cluster-admin"},
 		{Namespace: "some-tenant", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
-		// Another operator's Lease in the shared namespace.
+		// Another operator's Lease, in its namespace or in this one.
+		{Namespace: "kooper-pod-terminator", Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Name: "pod-terminator"},
 		{Namespace: operator.DefaultNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Name: "pod-terminator"},
 		{Namespace: operator.DefaultNamespace, Group: "coordination.k8s.io", Resource: "leases", Verb: "list"},
 		// The operator records no Events.

@@ -301,7 +301,7 @@ type securityTenants = interface {
 func securityOperator(t *testing.T) {
 	t.Helper()
 	cfg := operator.Config{
-		REST:                  e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "multi-resource", 100, 200),
+		REST:                  e2etest.AsServiceAccount(cluster.Config(), "kooper-multi-resource", "multi-resource", 100, 200),
 		DisableLeaderElection: true,
 		Logger:                log.NewStd(t.Output(), log.StdOptions{}),
 	}

@@ -42,7 +42,7 @@ func TestDeputyUpdatesMakingAPodTerminatorMoreDestructiveAreCheckedAsTheirWriter
 	addr := e2etest.FreeAddr(t)
 	registerWebhook(t, admin, addr)
 	cfg := operator.Config{
-		REST:                  e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100),
+		REST:                  e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100),
 		DisableLeaderElection: true,
 		Registry:              prom.NewRegistry(),
 		Webhook:               operator.Webhook{Addr: addr, Hosts: []string{"127.0.0.1"}},

@@ -59,7 +59,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	registry := prom.NewRegistry()
 	httpAddr := e2etest.FreeAddr(t)
 	cfg := operator.Config{
-		REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100), // the command's defaults
+		REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100), // the command's defaults
 		Registry: registry,
 		Webhook:  operator.Webhook{Addr: addr, Hosts: []string{"127.0.0.1"}},
 		HTTPAddr: httpAddr,

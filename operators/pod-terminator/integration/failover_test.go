@@ -47,7 +47,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 		reg = prom.NewRegistry()
 		addr := e2etest.FreeAddr(t)
 		readyz = "http://" + addr + "/readyz"
-		cfg := operator.Config{REST: e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100), Registry: reg, HTTPAddr: addr}
+		cfg := operator.Config{REST: e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100), Registry: reg, HTTPAddr: addr}
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- operator.Run(rctx, cfg) }()

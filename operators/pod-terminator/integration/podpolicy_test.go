@@ -45,7 +45,7 @@ func TestAStolenTokenDeletesNoPodInAProtectedNamespace(t *testing.T) {
 	for _, ns := range append([]string{open}, protected...) {
 		_, err := admin.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			// Restricted: kooper-system enforces that level.
+			// Restricted: kooper-pod-terminator enforces that level.
 			Spec: corev1.PodSpec{
 				SecurityContext: &corev1.PodSecurityContext{
 					RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
@@ -149,7 +149,8 @@ func TestAStolenTokenMintsNoTokenAndTakesNoOtherLease(t *testing.T) {
 		}
 	}
 
-	// Another operator's Lease, in the namespace they share.
+	// A Lease in its namespace that is not its own (its Role names its
+	// Lease only).
 	leases := admin.CoordinationV1().Leases(ns)
 	other := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "other-operator-" + rand.String(5)}}
 	if _, err := leases.Create(ctx, other, metav1.CreateOptions{}); err != nil {
@@ -157,10 +158,10 @@ func TestAStolenTokenMintsNoTokenAndTakesNoOtherLease(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = leases.Delete(ctx, other.Name, metav1.DeleteOptions{}) })
 	if _, err := asAccount.CoordinationV1().Leases(ns).Get(ctx, other.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("get another operator's Lease: got %v, want forbidden", err)
+		t.Errorf("get a Lease not its own: got %v, want forbidden", err)
 	}
 	if _, err := asAccount.CoordinationV1().Leases(ns).Update(ctx, other, metav1.UpdateOptions{}); !apierrors.IsForbidden(err) {
-		t.Errorf("update another operator's Lease: got %v, want forbidden", err)
+		t.Errorf("update a Lease not its own: got %v, want forbidden", err)
 	}
 	if _, err := asAccount.CoordinationV1().Leases(ns).Get(ctx, operator.DefaultName, metav1.GetOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		t.Errorf("get its own Lease: got %v, want it found or not found", err)

@@ -79,11 +79,11 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)
 	}
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
-	const user = "system:serviceaccount:kooper-system:pod-terminator"
-	groups := rbactest.ServiceAccountGroups("kooper-system")
+	const user = "system:serviceaccount:kooper-pod-terminator:pod-terminator"
+	groups := rbactest.ServiceAccountGroups("kooper-pod-terminator")
 	// region: check
 	rbactest.CheckAllowed(t, client, user, groups, "some-namespace", needed)
-	rbactest.CheckAllowed(t, client, user, groups, "kooper-system", neededInNamespace)
+	rbactest.CheckAllowed(t, client, user, groups, "kooper-pod-terminator", neededInNamespace)
 	rbactest.CheckAllowed(t, client, user, groups, eventsNamespace, neededInEventsNamespace)
 	denied := []authorizationv1.ResourceAttributes{
 		{Namespace: "some-namespace", Resource: "secrets", Verb: "get"},
@@ -94,17 +94,19 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		{Namespace: "some-namespace", Resource: "configmaps", Verb: "list"},
 		{Namespace: "some-namespace", Group: "coordination.k8s.io", Resource: "leases", Verb: "update"},
 		{Namespace: "some-namespace", Group: "apps", Resource: "deployments", Verb: "delete"},
-		{Namespace: "kooper-system", Resource: "secrets", Verb: "get", Name: "someone-elses-secret"},
-		{Namespace: "kooper-system", Resource: "secrets", Verb: "list"},
-		// Another operator's Lease in the shared namespace: releasing it
+		{Namespace: "kooper-pod-terminator", Resource: "secrets", Verb: "get", Name: "someone-elses-secret"},
+		{Namespace: "kooper-pod-terminator", Resource: "secrets", Verb: "list"},
+		// Another operator's Lease, in its namespace or ours: releasing it
 		// would give that operator two leaders.
-		{Namespace: "kooper-system", Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Name: "multi-resource"},
-		{Namespace: "kooper-system", Group: "coordination.k8s.io", Resource: "leases", Verb: "get", Name: "pod-sharding-0"},
-		{Namespace: "kooper-system", Group: "coordination.k8s.io", Resource: "leases", Verb: "list"},
+		{Namespace: "kooper-multi-resource", Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Name: "multi-resource"},
+		{Namespace: "kooper-multi-resource", Resource: "secrets", Verb: "create"},
+		{Namespace: "kooper-pod-terminator", Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Name: "multi-resource"},
+		{Namespace: "kooper-pod-terminator", Group: "coordination.k8s.io", Resource: "leases", Verb: "get", Name: "pod-sharding-0"},
+		{Namespace: "kooper-pod-terminator", Group: "coordination.k8s.io", Resource: "leases", Verb: "list"},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "update", Name: "someone-elses-webhook"},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "list"},
 		{Namespace: "some-namespace", Resource: "events", Verb: "create"},
-		{Namespace: "kooper-system", Resource: "events", Verb: "patch"},
+		{Namespace: "kooper-pod-terminator", Resource: "events", Verb: "patch"},
 		{Namespace: eventsNamespace, Resource: "events", Verb: "delete"},
 	}
 	for _, d := range denied {
@@ -127,7 +129,7 @@ func TestTheEventsOfAPodTerminatorAreWrittenWhereTheAccountMay(t *testing.T) {
 	if err := chaosv1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100))
+	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100))
 	recorder, err := event.New(event.Config{Client: asAccount, Component: "rbac-test", Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -164,8 +166,8 @@ func TestTheMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T)
 	}
 	applyKustomizations(t, rbacDir)
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
-	const user = "system:serviceaccount:kooper-system:pod-terminator"
-	rbactest.CheckAllowed(t, client, user, rbactest.ServiceAccountGroups("kooper-system"), "", []rbacv1.PolicyRule{
+	const user = "system:serviceaccount:kooper-pod-terminator:pod-terminator"
+	rbactest.CheckAllowed(t, client, user, rbactest.ServiceAccountGroups("kooper-pod-terminator"), "", []rbacv1.PolicyRule{
 		{APIGroups: []string{"authentication.k8s.io"}, Resources: []string{"tokenreviews"}, Verbs: []string{"create"}},
 		{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	})
@@ -174,8 +176,8 @@ func TestTheMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T)
 	rbactest.CheckAllowed(t, client, prometheus, groups, "", metricsReader)
 	for _, d := range []authorizationv1.ResourceAttributes{
 		{Group: "chaos.kooperkit.io", Resource: "podterminators", Verb: "list"},
-		{Namespace: "kooper-system", Resource: "secrets", Verb: "get"},
-		{Namespace: "kooper-system", Resource: "pods", Verb: "list"},
+		{Namespace: "kooper-pod-terminator", Resource: "secrets", Verb: "get"},
+		{Namespace: "kooper-pod-terminator", Resource: "pods", Verb: "list"},
 	} {
 		if rbactest.Can(t, client, prometheus, groups, d) {
 			t.Errorf("%s may %s %s in %q, want denied", prometheus, d.Verb, d.Resource, d.Namespace)

@@ -65,7 +65,7 @@ func TestWebhookCertificateRotatesWithoutRefusedCalls(t *testing.T) {
 	logs := &lockedBuffer{}
 	for i, addr := range addrs {
 		cfg := operator.Config{
-			REST: e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100),
+			REST: e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100),
 			Webhook: operator.Webhook{
 				Addr: addr, Hosts: []string{"127.0.0.1"},
 				CertValidity: 15 * time.Second, CertSyncInterval: 200 * time.Millisecond, CertPropagationDelay: 2 * time.Second,

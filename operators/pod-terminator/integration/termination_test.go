@@ -37,7 +37,7 @@ func runOperator(t *testing.T) *prom.Registry {
 	t.Helper()
 	reg := prom.NewRegistry()
 	cfg := operator.Config{
-		REST:                  e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100),
+		REST:                  e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100),
 		Registry:              reg,
 		DisableLeaderElection: true,
 		Logger:                log.NewStd(t.Output(), log.StdOptions{}),

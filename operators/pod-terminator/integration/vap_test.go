@@ -44,7 +44,7 @@ func TestTheServiceAccountMayChangeOnlyTheCABundle(t *testing.T) {
 	// absent on both sides.
 	rbactest.CheckPolicyTypes(t, adminClient, vapPolicy, 60*time.Second)
 	admin := adminClient.AdmissionregistrationV1().ValidatingWebhookConfigurations()
-	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100)).
+	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100)).
 		AdmissionregistrationV1().ValidatingWebhookConfigurations()
 
 	// The configuration the manifests install, as an admin would.

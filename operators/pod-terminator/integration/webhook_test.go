@@ -39,7 +39,7 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 	addr := e2etest.FreeAddr(t)
 	registerWebhook(t, admin, addr)
 	cfg := operator.Config{
-		REST:                  e2etest.AsServiceAccount(cluster.Config(), "kooper-system", "pod-terminator", 50, 100),
+		REST:                  e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100),
 		ProtectedNamespaces:   []string{guarded},
 		DisableLeaderElection: true,
 		Registry:              prom.NewRegistry(),

@@ -62,7 +62,7 @@ import (
 // Defaults, shared with cmd/ and the manifests in manifests/multi-resource.
 const (
 	DefaultName      = "multi-resource"
-	DefaultNamespace = "kooper-system"
+	DefaultNamespace = "kooper-multi-resource"
 	// DefaultResync is how often every Tenant is handled again anyway. The
 	// child controllers see drift as it happens; this is a safety net.
 	DefaultResync = 10 * time.Minute

@@ -27,9 +27,9 @@ func ExampleRotator() {
 
 	rotator, err := certs.NewRotator(ctx, certs.Options{
 		Client:            client,
-		Namespace:         "kooper-system",
+		Namespace:         "kooper-pod-terminator",
 		SecretName:        "pod-terminator-webhook-tls",
-		Hosts:             []string{"pod-terminator-webhook.kooper-system.svc"},
+		Hosts:             []string{"pod-terminator-webhook.kooper-pod-terminator.svc"},
 		WebhookConfigName: "pod-terminator",
 	})
 	if err != nil {
@@ -53,7 +53,7 @@ func ExampleRotator() {
 	fmt.Println("serving", cert.Leaf.DNSNames)
 	fmt.Println("webhook trusts the ca:", bytes.Equal(webhooks.Webhooks[0].ClientConfig.CABundle, rotator.CABundle()))
 	// Output:
-	// serving [pod-terminator-webhook.kooper-system.svc]
+	// serving [pod-terminator-webhook.kooper-pod-terminator.svc]
 	// webhook trusts the ca: true
 }
 

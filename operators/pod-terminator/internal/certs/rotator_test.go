@@ -27,9 +27,9 @@ import (
 )
 
 const (
-	namespace   = "kooper-system"
+	namespace   = "kooper-pod-terminator"
 	secretName  = "pod-terminator-webhook-tls"
-	serviceHost = "pod-terminator-webhook.kooper-system.svc"
+	serviceHost = "pod-terminator-webhook.kooper-pod-terminator.svc"
 	ipHost      = "127.0.0.1"
 	configName  = "pod-terminator"
 )
@@ -204,7 +204,7 @@ func TestNewRotatorCreatesSecretAndInjectsCABundle(t *testing.T) {
 	}{
 		{name: "the service DNS name verifies", host: serviceHost},
 		{name: "the IP address verifies", host: ipHost},
-		{name: "another DNS name does not verify", host: "other.kooper-system.svc", wantErr: true},
+		{name: "another DNS name does not verify", host: "other.kooper-pod-terminator.svc", wantErr: true},
 		{name: "another IP address does not verify", host: "10.0.0.1", wantErr: true},
 	}
 	for _, v := range verifications {
@@ -460,20 +460,20 @@ func TestNewRotatorFails(t *testing.T) {
 		{
 			name:       "a failed secret get is named",
 			react:      forbidden("get", "secrets"),
-			wantErr:    "could not get secret kooper-system/pod-terminator-webhook-tls: ",
+			wantErr:    "could not get secret kooper-pod-terminator/pod-terminator-webhook-tls: ",
 			wantAPIErr: apierrors.IsForbidden,
 		},
 		{
 			name:       "a failed secret create is named",
 			react:      forbidden("create", "secrets"),
-			wantErr:    "could not create secret kooper-system/pod-terminator-webhook-tls: ",
+			wantErr:    "could not create secret kooper-pod-terminator/pod-terminator-webhook-tls: ",
 			wantAPIErr: apierrors.IsForbidden,
 		},
 		{
 			name:       "a failed secret update is named",
 			objects:    []runtime.Object{garbage},
 			react:      forbidden("update", "secrets"),
-			wantErr:    "could not update secret kooper-system/pod-terminator-webhook-tls: ",
+			wantErr:    "could not update secret kooper-pod-terminator/pod-terminator-webhook-tls: ",
 			wantAPIErr: apierrors.IsForbidden,
 		},
 		{
@@ -484,7 +484,7 @@ func TestNewRotatorFails(t *testing.T) {
 					return true, nil, apierrors.NewConflict(corev1.Resource("secrets"), secretName, errors.New("modified"))
 				})
 			},
-			wantErr: "could not write secret kooper-system/pod-terminator-webhook-tls: other writers won 5 attempts in a row",
+			wantErr: "could not write secret kooper-pod-terminator/pod-terminator-webhook-tls: other writers won 5 attempts in a row",
 		},
 		{
 			name:       "a missing webhook configuration is named",

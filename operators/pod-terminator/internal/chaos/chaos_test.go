@@ -174,9 +174,9 @@ func TestDueSaysWhenTheNextPeriodStarts(t *testing.T) {
 func TestPodsInExcludedNamespacesAreNeverCandidates(t *testing.T) {
 	c := &cluster{pods: append(pods(4),
 		chaos.Pod{Namespace: "kube-system", Name: "dns", Ready: true},
-		chaos.Pod{Namespace: "kooper-system", Name: "pod-terminator", Ready: true})}
+		chaos.Pod{Namespace: "kooper-pod-terminator", Name: "pod-terminator", Ready: true})}
 	term := &chaos.Terminator{Pods: c, Deleter: c, Rand: seeded(3)}
-	res, err := term.Terminate(context.Background(), chaos.Target{Exclude: []string{"kube-system", "kooper-system"}}, chaos.Policy{Percent: 100})
+	res, err := term.Terminate(context.Background(), chaos.Target{Exclude: []string{"kube-system", "kooper-pod-terminator"}}, chaos.Policy{Percent: 100})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -332,7 +332,7 @@ func TestAProtectedNamespaceIsInvalidAndNeverSearched(t *testing.T) {
 	pt := terminator(30, 0, false)
 	pt.Spec.Namespaces = []string{"kube-system"}
 	e := newEnv(t, pt, 10)
-	e.h.Rules = validation.Rules{Namespace: "kooper-system"}
+	e.h.Rules = validation.Rules{Namespace: "kooper-pod-terminator"}
 	if err := e.handle(t); !controller.IsTerminal(err) {
 		t.Errorf("got %v, want a terminal error", err)
 	}

@@ -38,7 +38,7 @@ import (
 // Defaults, shared with cmd/ and the manifests in manifests/pod-terminator.
 const (
 	DefaultName              = "pod-terminator"
-	DefaultNamespace         = "kooper-system"
+	DefaultNamespace         = "kooper-pod-terminator"
 	DefaultWebhookService    = "pod-terminator-webhook"
 	DefaultWebhookSecret     = "pod-terminator-webhook-tls"
 	DefaultWebhookConfigName = "kooper-pod-terminator"

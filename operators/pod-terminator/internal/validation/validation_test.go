@@ -15,7 +15,7 @@ import (
 )
 
 var rules = validation.Rules{
-	Namespace: "kooper-system",
+	Namespace: "kooper-pod-terminator",
 	PodLabels: map[string]string{"app.kubernetes.io/name": "pod-terminator"},
 }
 
@@ -84,12 +84,12 @@ func TestValidate(t *testing.T) {
 		{
 			name:    "kube-system",
 			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"shop", "kube-system"} }),
-			wantErr: []string{`spec.namespaces: "kube-system" is protected: the pod-terminator never terminates pods in kooper-system, kube-node-lease, kube-public, kube-system`},
+			wantErr: []string{`spec.namespaces: "kube-system" is protected: the pod-terminator never terminates pods in kooper-pod-terminator, kube-node-lease, kube-public, kube-system`},
 		},
 		{
 			name:    "the operator's namespace",
-			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"kooper-system"} }),
-			wantErr: []string{`"kooper-system" is protected`},
+			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"kooper-pod-terminator"} }),
+			wantErr: []string{`"kooper-pod-terminator" is protected`},
 		},
 		{
 			name:    "a namespace that cannot exist",
@@ -171,9 +171,9 @@ func TestProtectedAlwaysHoldsTheSystemNamespaces(t *testing.T) {
 }
 
 func TestProtectedAddsTheOperatorsAndTheRunnersNamespaces(t *testing.T) {
-	r := validation.Rules{Namespace: "kooper-system", ProtectedNamespaces: []string{"payments", "kube-system", "", "kooper-system"}}
+	r := validation.Rules{Namespace: "kooper-pod-terminator", ProtectedNamespaces: []string{"payments", "kube-system", "", "kooper-pod-terminator"}}
 	got := strings.Join(r.Protected(), ",")
-	if want := "kooper-system,kube-node-lease,kube-public,kube-system,payments"; got != want {
+	if want := "kooper-pod-terminator,kube-node-lease,kube-public,kube-system,payments"; got != want {
 		t.Errorf("got %q, want %q (sorted, once each)", got, want)
 	}
 }
@@ -182,7 +182,7 @@ func TestANamespaceProtectedByTheRunnerIsRefused(t *testing.T) {
 	r := rules
 	r.ProtectedNamespaces = []string{"payments"}
 	_, err := validation.Validate(valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"shop", "payments"} }), r)
-	if want := `spec.namespaces: "payments" is protected: the pod-terminator never terminates pods in kooper-system, kube-node-lease, kube-public, kube-system, payments`; err == nil || !strings.Contains(err.Error(), want) {
+	if want := `spec.namespaces: "payments" is protected: the pod-terminator never terminates pods in kooper-pod-terminator, kube-node-lease, kube-public, kube-system, payments`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got error %v, want one saying %q", err, want)
 	}
 	if _, err := validation.Validate(valid(nil), r); err != nil {

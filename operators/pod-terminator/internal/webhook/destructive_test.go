@@ -161,7 +161,7 @@ func TestAnUpdateMakingAPodTerminatorNoMoreDestructiveIsNotChecked(t *testing.T)
 		pt.Spec.Namespaces = []string{"team-b"}
 		pt.Spec.TerminationMethod = chaosv1alpha1.TerminationMethodDelete
 	})
-	const operator = "system:serviceaccount:kooper-system:pod-terminator"
+	const operator = "system:serviceaccount:kooper-pod-terminator:pod-terminator"
 	tests := []struct {
 		name string
 		user string // default bob, who may delete no pod

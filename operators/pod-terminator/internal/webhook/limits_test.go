@@ -268,7 +268,7 @@ func TestFailuresAreLoggedOncePerInterval(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			logs := &recordingLogger{}
 			h, err := webhook.New(webhook.Config{
-				Rules:  validation.Rules{Namespace: "kooper-system"},
+				Rules:  validation.Rules{Namespace: "kooper-pod-terminator"},
 				Access: &access{err: errors.New("client rate limiter Wait returned an error")},
 				Logger: logs, Clock: clk,
 			})

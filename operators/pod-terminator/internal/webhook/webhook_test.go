@@ -81,7 +81,7 @@ func (a *access) MayDeletePods(_ context.Context, user authenticationv1.UserInfo
 
 func newWebhook(t *testing.T, a webhook.Access) http.Handler {
 	t.Helper()
-	h, err := webhook.New(webhook.Config{Rules: validation.Rules{Namespace: "kooper-system", ProtectedNamespaces: []string{"payments"}}, Access: a})
+	h, err := webhook.New(webhook.Config{Rules: validation.Rules{Namespace: "kooper-pod-terminator", ProtectedNamespaces: []string{"payments"}}, Access: a})
 	if err != nil {
 		t.Fatal(err)
 	}
