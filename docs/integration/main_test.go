@@ -1,0 +1,220 @@
+package integration_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// root is the repository, relative to this package.
+const root = "../.."
+
+// Every shell block of every tutorial runs, in order, and prints what the
+// text block after it says, unless a comment before it says why it cannot
+// run. Each tutorial runs in a copy of the work tree of its own, so that
+// what it writes and its dev cluster (make devcluster, in the background)
+// are its own.
+func TestTheTutorialsRun(t *testing.T) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tutorials, err := filepath.Glob(filepath.Join(abs, "docs", "tutorial-*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tutorials) == 0 {
+		t.Fatal("no docs/tutorial-*.md")
+	}
+	// Stop in time to interrupt what runs in the background: go test's
+	// -timeout kills the test binary, not the processes it started.
+	ctx := context.Background()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Minute))
+		defer cancel()
+	}
+	var total result
+	for _, path := range tutorials {
+		name := filepath.Base(path)
+		t.Run(strings.TrimSuffix(name, ".md"), func(t *testing.T) {
+			md, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			blocks, err := parse(string(md))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			dir := t.TempDir()
+			if err := copyRepo(abs, dir); err != nil {
+				t.Fatal(err)
+			}
+			res, err := run(ctx, dir, blocks, t.Logf)
+			total.ran += res.ran
+			total.skipped += res.skipped
+			if err != nil {
+				t.Fatalf("%s, %v", name, err)
+			}
+			t.Logf("%s: %d shell blocks ran, %d marked not runnable", name, res.ran, res.skipped)
+		})
+	}
+	t.Logf("the tutorials: %d shell blocks ran, %d marked not runnable", total.ran, total.skipped)
+}
+
+func TestParse(t *testing.T) {
+	tests := []struct {
+		name    string
+		md      string
+		want    []block
+		wantErr string
+	}{
+		{
+			name: "a block and its output",
+			md:   "Run it:\n\n```sh\necho hi\n```\n\n```text\nhi\n```\n",
+			want: []block{{line: 3, script: "echo hi", expect: []string{"hi"}}},
+		},
+		{
+			name: "a text block after prose is not output",
+			md:   "```sh\necho hi\n```\n\nThen:\n\n```text\nhi\n```\n",
+			want: []block{{line: 1, script: "echo hi"}},
+		},
+		{
+			name: "directives",
+			md: "<!-- run: in the background until \"ready\" -->\n```sh\nmake devcluster\n```\n" +
+				"<!-- run: not runnable: needs a cloud account -->\n\n```bash\naws s3 ls\n```\n",
+			want: []block{{line: 2, script: "make devcluster", readyWhen: "ready"}, {line: 7, script: "aws s3 ls", skip: "needs a cloud account"}},
+		},
+		{
+			name: "Go and YAML blocks are not run",
+			md:   "```go\nfunc main() {}\n```\n```yaml\na: b\n```\n",
+		},
+		{
+			name:    "an unknown directive",
+			md:      "<!-- run: maybe -->\n```sh\ntrue\n```\n",
+			wantErr: `unknown directive "maybe"`,
+		},
+		{
+			name:    "a reason is required",
+			md:      "<!-- run: not runnable: -->\n```sh\ntrue\n```\n",
+			wantErr: "unknown directive",
+		},
+		{
+			name:    "a directive before prose",
+			md:      "<!-- run: not runnable: later -->\nSome text.\n```sh\ntrue\n```\n",
+			wantErr: "is not followed by a shell block",
+		},
+		{
+			name:    "a directive before a Go block",
+			md:      "<!-- run: not runnable: later -->\n```go\nx\n```\n",
+			wantErr: `followed by a "go" block`,
+		},
+		{
+			name:    "an unclosed block",
+			md:      "```sh\ntrue\n",
+			wantErr: "not closed",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parse(tc.md)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got error %v, want one with %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, tc.want, func(a, b block) bool {
+				return a.line == b.line && a.script == b.script && slices.Equal(a.expect, b.expect) && a.skip == b.skip && a.readyWhen == b.readyWhen
+			}) {
+				t.Errorf("got %+v\nwant %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestMatch(t *testing.T) {
+	out := "time=2026 level=info msg=\"serving metrics\" url=http://127.0.0.1:8080/metrics\npod demo/web-1 is Running\npod demo/web-2 is Running\ndone\n"
+	tests := []struct {
+		name   string
+		expect string
+		ok     bool
+	}{
+		{"lines in order, others between", "time=... msg=\"serving metrics\" ...\ndone", true},
+		{"a line of ... alone", "...\npod demo/web-2 is Running\n...", true},
+		{"no expected output", "", true},
+		{"a stale line", "pod demo/web-3 is Running", false},
+		{"out of order", "done\npod demo/web-1 is Running", false},
+		{"a whole line, not a part", "is Running", false},
+		{"regular expression characters are literal", "pod demo/web-. is Running", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			err := match(lines(tc.expect), out)
+			if (err == nil) != tc.ok {
+				t.Errorf("match(%q): got %v, want ok=%v", tc.expect, err, tc.ok)
+			}
+		})
+	}
+}
+
+// A tutorial whose command is broken, or whose output went stale, fails,
+// naming the line; a background block is stopped at the end.
+func TestABrokenTutorialFails(t *testing.T) {
+	tests := []struct {
+		name    string
+		md      string
+		wantErr string
+		want    result
+	}{
+		{
+			name: "all good",
+			md: "<!-- run: in the background until \"up\" -->\n```sh\necho up; sleep 600\n```\n\n```sh\necho hello\n```\n\n```text\nhello\n```\n" +
+				"<!-- run: not runnable: shown only -->\n```sh\nexit 1\n```\n",
+			want: result{ran: 2, skipped: 1},
+		},
+		{
+			name:    "a command that fails",
+			md:      "```sh\necho one\n```\n\n```sh\ngo run ./no/such/package\n```\n\n```sh\necho never\n```\n",
+			wantErr: "line 5:",
+			want:    result{ran: 2},
+		},
+		{
+			name:    "stale output",
+			md:      "```sh\necho 'count=3'\n```\n\n```text\ncount=2\n```\n",
+			wantErr: `the output has no line "count=2"`,
+			want:    result{ran: 1},
+		},
+		{
+			name:    "a background block that never gets ready",
+			md:      "<!-- run: in the background until \"ready\" -->\n```sh\necho starting; exit 3\n```\n",
+			wantErr: "before printing \"ready\"",
+			want:    result{ran: 1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			blocks, err := parse(tc.md)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := run(context.Background(), t.TempDir(), blocks, t.Logf)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatal(err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("got %v, want an error with %q", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
