@@ -44,7 +44,7 @@ import (
 // `make build`, with their own flags. Each gets -kubeconfig; its output is
 // prefixed with its name.
 var samples = []program{
-	{name: "pod-logger", args: []string{"-metrics-addr", "127.0.0.1:8080"}},
+	{name: "pod-logger", args: []string{"-metrics-addr", "127.0.0.1:8180"}},
 	// One replica: no leader election. The webhook needs a Service or a URL
 	// the API server can reach over TLS; the tests cover it, the demo skips it.
 	{name: "pod-terminator", args: []string{"-http-addr", "127.0.0.1:8081", "-leader-elect=false", "-webhook-addr=", "-namespace", "kooper-pod-terminator"}},

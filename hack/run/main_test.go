@@ -106,7 +106,7 @@ func TestMakeRunStartsEveryOperator(t *testing.T) {
 		got = append(got, p.name+" "+strings.Join(p.args, " ")+" "+p.example)
 	}
 	want := []string{
-		"pod-logger -metrics-addr 127.0.0.1:8080 ",
+		"pod-logger -metrics-addr 127.0.0.1:8180 ",
 		"pod-terminator -http-addr 127.0.0.1:8081 -leader-elect=false -webhook-addr= -namespace kooper-pod-terminator ",
 		"multi-resource -http-addr 127.0.0.1:8082 -leader-elect=false ",
 		"pod-sharding-1 -identity pod-sharding-1 -metrics-addr 127.0.0.1:8181 ",
