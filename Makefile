@@ -59,9 +59,10 @@ run: build ## Start a local control plane with the sample programs at work; Ctrl
 	@GO="$(GO)" hack/build/build.sh bin/run ./hack/run
 	bin/run $(RUN_ARGS)
 
-# The dev cluster keeps its kubeconfig and pid file in .devcluster/ (hack/devcluster).
+# The dev cluster keeps its kubeconfig, pid file and webhook certificate in
+# .devcluster/ (hack/devcluster).
 .PHONY: devcluster
-devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/crds) for your own operator: -kubeconfig .devcluster/kubeconfig; Ctrl-C or make devcluster-stop stops it (DEVCLUSTER_ARGS='-nodes N').
+devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/crds) for your own operator: -kubeconfig .devcluster/kubeconfig, webhooks served on 127.0.0.1; Ctrl-C or make devcluster-stop stops it (DEVCLUSTER_ARGS='-nodes N').
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	$(GO) run ./hack/devcluster $(DEVCLUSTER_ARGS)
 

@@ -8,6 +8,14 @@
 // -stop), which needs no PID: the running program keeps its PID in
 // .devcluster/pid, locked while it lives.
 //
+// Admission webhooks: no Service leads the API server to an operator run
+// from a shell, so the dev cluster also writes .devcluster/webhook/, a
+// serving certificate for 127.0.0.1 (tls.crt, tls.key) and the CA that
+// signed it (ca.crt), made for each start (webhook.go). An operator with a
+// webhook, run with -kubeconfig .devcluster/kubeconfig, finds it next to the
+// kubeconfig, serves its webhook on 127.0.0.1 with it and registers itself
+// with a URL and that CA (operators/internal/devloop) while it runs.
+//
 // The cluster's data, certificates and logs stay in a temporary directory,
 // removed when it stops: each start is a fresh, empty cluster.
 package main
@@ -19,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -126,6 +133,13 @@ func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say 
 		return err
 	}
 	say("applied %s: %s established", crds, strings.Join(names, ", "))
+	// Before the kubeconfig, which says the dev cluster is ready, and
+	// removed after it.
+	webhooks := filepath.Join(dir, webhookDir)
+	if err := writeWebhookCerts(webhooks, time.Now()); err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(webhooks) }()
 	if err := copyFile(cluster.KubeconfigPath(), kubeconfig); err != nil {
 		return err
 	}
@@ -134,7 +148,8 @@ func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say 
 	say("dev cluster ready in %.1fs; kubeconfig: %s", time.Since(began).Seconds(), kubeconfig)
 	// One replica: no namespace is there for a leader-election Lease.
 	fmt.Fprintf(out, "    your operator:  go run ./operators/<name>/cmd/<name> -kubeconfig %s -leader-elect=false\n", kubeconfig)
-	fmt.Fprintf(out, "    kubectl:        %s --kubeconfig %s get crds,nodes\n", kubectlName(kubectl), kubeconfig)
+	fmt.Fprintf(out, "    its webhook:    served on 127.0.0.1 with %s/%s, registered by the operator while it runs\n", webhooks, webhookCert)
+	fmt.Fprintf(out, "    kubectl:        %s --kubeconfig %s get crds,nodes\n", kubectlName(kubectl, workDir()), kubeconfig)
 	fmt.Fprintf(out, "    stop:           Ctrl-C here, or make devcluster-stop from another shell (pid %d)\n", os.Getpid())
 	<-ctx.Done()
 	return nil
@@ -150,12 +165,29 @@ func kubectlPath(binDir string) string {
 	return devcluster.BinKubectl
 }
 
-// kubectlName is how the user runs kubectl: by name when the PATH has one.
-func kubectlName(path string) string {
-	if _, err := exec.LookPath(devcluster.BinKubectl); err == nil {
-		return devcluster.BinKubectl
+// kubectlName is how the user, in the directory wd that make runs in,
+// runs the kubectl at path: bin/kubectl when make controlplane built it
+// there, which matches the server (a kubectl on the PATH may be older and
+// warn about version skew, or be missing), else the path in full. A
+// relative path (the PATH's kubectl, when none was built) is named as it
+// is.
+func kubectlName(path, wd string) string {
+	if !filepath.IsAbs(path) || wd == "" {
+		return path
+	}
+	if rel, err := filepath.Rel(wd, path); err == nil && filepath.IsLocal(rel) {
+		return rel
 	}
 	return path
+}
+
+// workDir is the working directory, or "" if it cannot be told.
+func workDir() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	return wd
 }
 
 // copyFile writes src's content to dst, readable by the user only (it holds

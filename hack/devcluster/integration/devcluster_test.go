@@ -28,8 +28,9 @@ import (
 // root is the repository, relative to this package.
 const root = "../../.."
 
-// program is hack/devcluster, built by TestMain.
-var program string
+// program is hack/devcluster and podTerminator the pod-terminator, as a
+// user runs it in the dev loop, both built by TestMain.
+var program, podTerminator string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "devcluster-test-")
@@ -37,9 +38,11 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	program = filepath.Join(dir, "devcluster")
-	if out, err := exec.Command("go", "build", "-o", program, "..").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "go build ../: %v\n%s", err, out)
+	program, podTerminator = filepath.Join(dir, "devcluster"), filepath.Join(dir, "pod-terminator")
+	// One build for both: they share most packages.
+	build := exec.Command("go", "build", "-o", dir+string(filepath.Separator), "..", root+"/operators/pod-terminator/cmd/pod-terminator")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n%s", build, err, out)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
@@ -116,21 +119,28 @@ type instance struct {
 
 func start(t *testing.T, state string) *instance {
 	t.Helper()
+	return launch(t, program, "-dir", state)
+}
+
+// launch starts bin with args in the repository, where make runs it: the
+// control plane is found in bin/.
+func launch(t *testing.T, bin string, args ...string) *instance {
+	t.Helper()
 	dir, err := filepath.Abs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := &instance{out: &syncBuffer{}, done: make(chan struct{}), began: time.Now()}
-	in.cmd = exec.Command(program, "-dir", state)
-	in.cmd.Dir = dir // where make runs it: the control plane is found in bin/
+	in.cmd = exec.Command(bin, args...)
+	in.cmd.Dir = dir
 	in.cmd.Stdout, in.cmd.Stderr = in.out, in.out
 	in.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := in.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	go func() { in.exitErr = in.cmd.Wait(); close(in.done) }()
-	// A failed test stops it as make devcluster-stop would, so that it
-	// removes the cluster's directory, and kills it if that takes too long.
+	// A failed test stops it as make devcluster-stop (or Ctrl-C) would, so
+	// that it removes what it wrote, and kills it if that takes too long.
 	t.Cleanup(func() {
 		_ = in.cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -148,21 +158,27 @@ var readyLine = regexp.MustCompile(`(?m)^==> dev cluster ready in \S+; kubeconfi
 // ready waits for the line that names the kubeconfig and returns it.
 func (in *instance) ready(t *testing.T) string {
 	t.Helper()
-	const timeout = 150 * time.Second
+	return in.await(t, readyLine, 150*time.Second)[1]
+}
+
+// await waits until the output matches re and returns the match and its
+// submatches.
+func (in *instance) await(t *testing.T, re *regexp.Regexp, timeout time.Duration) []string {
+	t.Helper()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if m := readyLine.FindStringSubmatch(in.out.String()); m != nil {
-			t.Logf("pid %d ready after %s", in.cmd.Process.Pid, time.Since(in.began).Round(time.Millisecond))
-			return m[1]
+		if m := re.FindStringSubmatch(in.out.String()); m != nil {
+			t.Logf("pid %d said %q after %s", in.cmd.Process.Pid, m[0], time.Since(in.began).Round(time.Millisecond))
+			return m
 		}
 		select {
 		case <-in.done:
-			t.Fatalf("exited (%v) before it was ready:\n%s", in.exitErr, in.out.String())
+			t.Fatalf("exited (%v) before it said %q:\n%s", in.exitErr, re, in.out.String())
 		case <-deadline.C:
-			t.Fatalf("not ready after %s:\n%s", timeout, in.out.String())
+			t.Fatalf("did not say %q within %s:\n%s", re, timeout, in.out.String())
 		case <-tick.C:
 		}
 	}
@@ -189,7 +205,7 @@ func (in *instance) stopped(t *testing.T, kubeconfig string) {
 	if m == nil {
 		t.Fatalf("no cluster directory in the output:\n%s", got)
 	}
-	for _, path := range []string{kubeconfig, m[1], filepath.Join(filepath.Dir(kubeconfig), "pid")} {
+	for _, path := range []string{kubeconfig, m[1], filepath.Join(filepath.Dir(kubeconfig), "pid"), filepath.Join(filepath.Dir(kubeconfig), "webhook")} {
 		if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s is still there when make devcluster-stop returns (%v)", path, err)
 		}

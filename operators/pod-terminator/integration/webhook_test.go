@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -53,8 +54,20 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 	impersonated.Impersonate = rest.ImpersonationConfig{UserName: user}
 	asAlice := versioned.NewForConfigOrDie(impersonated).ChaosV1alpha1().PodTerminators()
 
-	// Until the API server has the injected CA, and the new bindings, the
-	// answers are TLS errors or RBAC refusals: wait for a real one.
+	// Until the API server has read the webhook configuration it admits
+	// every create, and until it has the injected CA, and the new
+	// bindings, the answers are TLS errors or RBAC refusals: wait for the
+	// webhook's own answers.
+	waitFor(t, 30*time.Second, "the webhook refuses alice a namespace where she may not delete pods", func() error {
+		err := tryCreate(ctx, asAlice, theirs)
+		switch {
+		case err == nil:
+			return errors.New("admitted: the API server has not called the webhook")
+		case strings.Contains(err.Error(), `admission webhook "podterminators.chaos.kooperkit.io" denied the request`):
+			return nil
+		}
+		return fmt.Errorf("got %w, want the webhook's refusal", err)
+	})
 	waitFor(t, 30*time.Second, "alice may create a PodTerminator targeting her namespace", func() error {
 		return tryCreate(ctx, asAlice, mine)
 	})

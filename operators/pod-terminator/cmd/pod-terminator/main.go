@@ -5,7 +5,12 @@
 // This file is wiring only: flags become an operator.Config, and
 // operator.Run does the rest.
 //
-//	pod-terminator -kubeconfig ~/.kube/config -leader-elect=false -webhook-addr=
+// In the dev loop, against make devcluster's cluster, it needs no other
+// flags: with -webhook-cert-dir empty, it takes the certificate the dev
+// cluster wrote next to the kubeconfig, serves the webhook on 127.0.0.1 and
+// registers it there itself while it runs (operators/internal/devloop).
+//
+//	go run ./operators/pod-terminator/cmd/pod-terminator -kubeconfig .devcluster/kubeconfig -leader-elect=false
 package main
 
 import (
@@ -23,6 +28,7 @@ import (
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/cli"
+	"github.com/kooperkit/kooper/operators/internal/devloop"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
 )
 
@@ -60,9 +66,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		tracingMode = fs.String("tracing", "off", "off, stdout (spans on standard error) or otlp (OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT)")
 		dryRunAll   = fs.Bool("dry-run-all", false, "treat every PodTerminator as a dry run: choose pods, delete none")
 		whAddr      = fs.String("webhook-addr", ":9443", "HTTPS address of the admission webhook; empty disables it")
-		whCertDir   = fs.String("webhook-cert-dir", "", "directory with tls.crt and tls.key (e.g. from cert-manager); empty: a self-signed certificate kept in a Secret")
+		whCertDir   = fs.String("webhook-cert-dir", "", "directory with tls.crt and tls.key (e.g. from cert-manager); empty: make devcluster's next to -kubeconfig, served on 127.0.0.1 and registered by the operator, else a self-signed certificate kept in a Secret")
 		whService   = fs.String("webhook-service", operator.DefaultWebhookService, "Service in front of the webhook: the self-signed certificate covers <service>.<namespace>.svc")
-		whConfig    = fs.String("webhook-config", operator.DefaultWebhookConfigName, "ValidatingWebhookConfiguration that receives the self-signed CA bundle")
+		whConfig    = fs.String("webhook-config", operator.DefaultWebhookConfigName, "ValidatingWebhookConfiguration that receives the self-signed CA bundle; in the dev loop, the one the operator registers")
 	)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -92,6 +98,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
 	restConfig.UserAgent = "pod-terminator/" + cli.Version(version)
+	// The dev loop: make devcluster's certificate, and no Service, so the
+	// operator registers its webhook itself.
+	certDir, register := *whCertDir, false
+	if certDir == "" {
+		if certDir, err = devloop.CertDir(*kubeconfig, restConfig); err != nil {
+			return err
+		}
+		register = certDir != ""
+	}
 
 	logger.Info("pod-terminator", "version", cli.Version(version))
 	// region: config
@@ -109,7 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		DryRunAll:             *dryRunAll,
 		Webhook: operator.Webhook{
 			Addr:       *whAddr,
-			CertDir:    *whCertDir,
+			CertDir:    certDir,
+			Register:   register,
 			Hosts:      []string{*whService + "." + *namespace + ".svc"},
 			ConfigName: *whConfig,
 		},

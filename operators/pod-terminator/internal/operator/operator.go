@@ -26,6 +26,7 @@ import (
 	"github.com/kooperkit/kooper/kooper/event"
 	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/devloop"
 	"github.com/kooperkit/kooper/operators/internal/observe"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
@@ -116,6 +117,16 @@ type Webhook struct {
 	// certificate kept in the Secret SecretName, whose CA is injected into
 	// the ValidatingWebhookConfiguration ConfigName.
 	CertDir string
+	// Register makes Run register the webhook itself, for an API server
+	// that no Service leads to this process: the dev loop, where CertDir
+	// is the directory make devcluster writes next to its kubeconfig
+	// (operators/internal/devloop). Run then serves on a loopback address
+	// (an Addr without host gets 127.0.0.1), creates or replaces the
+	// ValidatingWebhookConfiguration ConfigName with a URL to it and the CA
+	// bundle CertDir/ca.crt, and deletes it before it returns. Requires
+	// CertDir. Default false: the manifests register the webhook, behind a
+	// Service.
+	Register bool
 	// Hosts the self-signed certificate covers. Default the Service's name
 	// "<DefaultWebhookService>.<Namespace>.svc".
 	Hosts []string
@@ -155,6 +166,14 @@ func (c *Config) defaults() {
 		c.Registry = prom.NewRegistry()
 	}
 	w := &c.Webhook
+	if w.Register && w.Addr != "" {
+		// In the dev loop the API server calls the webhook on this
+		// machine, and nothing else should reach it; validate refuses
+		// any other host.
+		if addr, err := devloop.LoopbackAddr(w.Addr); err == nil {
+			w.Addr = addr
+		}
+	}
 	if len(w.Hosts) == 0 {
 		w.Hosts = []string{DefaultWebhookService + "." + c.Namespace + ".svc"}
 	}
@@ -166,17 +185,33 @@ func (c *Config) defaults() {
 	}
 }
 
+// validate reports the first setting missing or at odds with another.
+func (c Config) validate() error {
+	if c.REST == nil {
+		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
+	}
+	if c.SecureMetricsAddr != "" && c.HTTPAddr == "" {
+		return fmt.Errorf("%w: SecureMetricsAddr needs HTTPAddr, which serves /healthz and /readyz", ErrInvalidConfig)
+	}
+	if w := c.Webhook; w.Addr != "" && w.Register {
+		if w.CertDir == "" {
+			return fmt.Errorf("%w: Webhook.Register needs CertDir, with the CA the webhook's certificate is checked against", ErrInvalidConfig)
+		}
+		if _, err := devloop.LoopbackAddr(w.Addr); err != nil {
+			return fmt.Errorf("%w: Webhook.Register: %w", ErrInvalidConfig, err)
+		}
+	}
+	return nil
+}
+
 // Run runs the operator until ctx is done, then stops everything it started
 // and returns. It returns an error if anything fails to start, or
 // leaderelection.ErrLeaseLost if the replica lost the Lease: exit, and be
 // restarted as a standby.
 func Run(ctx context.Context, cfg Config) error {
 	cfg.defaults()
-	if cfg.REST == nil {
-		return fmt.Errorf("%w: a REST config is required", ErrInvalidConfig)
-	}
-	if cfg.SecureMetricsAddr != "" && cfg.HTTPAddr == "" {
-		return fmt.Errorf("%w: SecureMetricsAddr needs HTTPAddr, which serves /healthz and /readyz", ErrInvalidConfig)
+	if err := cfg.validate(); err != nil {
+		return err
 	}
 	metrics := newMetrics()
 	obs, err := observe.New(cfg.REST, cfg.Registry, cfg.TracerProvider, metrics.collectors()...)
@@ -272,6 +307,15 @@ func Run(ctx context.Context, cfg Config) error {
 		defer stopCerts()
 		servers = append(servers, s)
 		logger.Info("serving the admission webhook", "addr", s.Addr(), "path", webhook.Path)
+		if cfg.Webhook.Register {
+			// Unregistered before the server stops: the API server
+			// never calls a webhook that is gone.
+			unregister, err := registerWebhook(ctx, cfg, cs, s.Addr())
+			if err != nil {
+				return err
+			}
+			defer unregister()
+		}
 	}
 	// With SecureMetricsAddr, /metrics is served over HTTPS to the clients
 	// the API server lets get it, asked with a client of its own.

@@ -119,7 +119,7 @@ func New(cfg Config) (http.Handler, error) {
 	v := validator{rules: cfg.Rules, access: cfg.Access, log: cfg.Logger, accessFailed: newThrottle(cfg.Clock)}
 	kwhLog := kwhLogger{l: cfg.Logger, failed: newThrottle(cfg.Clock)}
 	wh, err := kwhvalidating.NewWebhook(kwhvalidating.WebhookConfig{
-		ID:        "podterminators.chaos.kooperkit.io",
+		ID:        Name,
 		Obj:       &chaosv1alpha1.PodTerminator{},
 		Validator: kwhvalidating.ValidatorFunc(v.validate),
 		Logger:    kwhLog,
