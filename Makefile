@@ -21,7 +21,7 @@ PROMETHEUS_DIR := $(CACHE_DIR)/tools/prometheus-$(PROMETHEUS_VERSION)
 # prints it), by one command that `make build` and the Dockerfile both run:
 # hack/build/build.sh (its test checks the binaries and that both call it).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-# The operators are the directories of operators/ with a cmd/<name>: the two
+# The operators are the directories of operators/ with a cmd/<name>: the
 # samples and any that make new-operator wrote. COMMANDS are what make build
 # builds: the example controllers and each operator.
 OPERATORS := $(sort $(patsubst operators/%/cmd,%,$(wildcard operators/*/cmd)))
@@ -164,7 +164,7 @@ SEED ?=
 DURATION ?= 30m
 
 .PHONY: test-faults
-test-faults: ## Each fault once (connection resets, latency, a blackhole, API server and etcd restarts, compaction, 429s, SIGKILL and SIGSTOP of the leader), then 30s of them mixed from a printed seed, and 45s of them under each sample operator (faults/; SEED=... repeats).
+test-faults: ## Each fault once (connection resets, latency, a blackhole, API server and etcd restarts, compaction, 429s, SIGKILL and SIGSTOP of the leader), then 30s of them mixed from a printed seed, and 45s of them under each operator (faults/; SEED=... repeats).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	@$(MAKE) --no-print-directory _test-faults
 
@@ -172,7 +172,7 @@ _test-faults:
 	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION=30s FAULTS_OPERATOR_DURATION=45s CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 
 .PHONY: soak
-soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed), under the library's controller and, at the same time, each sample operator in turn (DURATION each), the invariants checked throughout; a run stops at its first violation, naming the seed.
+soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed), under the library's controller and, at the same time, each operator in turn (DURATION each), the invariants checked throughout; a run stops at its first violation, naming the seed.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION="$(DURATION)" FAULTS_OPERATOR_DURATION="$(DURATION)" $(GO) test -count=1 -v -timeout 0 -run 'TestMixedFaults|UnderFaults' ./integration ./operators
 
@@ -274,7 +274,7 @@ manifests: ## Regenerate the CRD YAML and its kustomizations in manifests/crds/ 
 	$(CRDCHECK) $(GO) run .
 
 .PHONY: docker-build
-docker-build: check-operator ## Build an image per OPERATOR (default both) tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION.
+docker-build: check-operator ## Build an image per OPERATOR (default every operator) tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION.
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) not found: install Docker (or set DOCKER=podman); make build makes the same static binaries without it" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) cannot reach its daemon (is it running?); make build makes the same static binaries without it" >&2; exit 1; }
 	@for op in $(OPERATOR); do \
@@ -292,7 +292,7 @@ image_build = GO="$(GO)" VERSION="$(VERSION)" GOOS=linux hack/build/build.sh bin
 image_tool = ($(IMAGE_TOOL) GOOS= GOARCH= SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" $(GO) run . -binary "../../bin/$$op" -version "$(VERSION)" -revision "$(REVISION)" $(1))
 
 .PHONY: image
-image: check-operator ## Build an image per OPERATOR (default both) without Docker into bin/images/<operator>.tar (docker load, crane push), tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION: bin/<operator> on scratch (hack/image, docs/deploy.md).
+image: check-operator ## Build an image per OPERATOR (default every operator) without Docker into bin/images/<operator>.tar (docker load, crane push), tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION: bin/<operator> on scratch (hack/image, docs/deploy.md).
 	$(image_build)
 	@for op in $(OPERATOR); do $(call image_tool,-tag "$(image)" -out "../../bin/images/$$op.tar"); done
 
@@ -302,17 +302,17 @@ image-push: check-operator ## Build and push an image per OPERATOR without Docke
 	@for op in $(OPERATOR); do $(call image_tool,-push "$(image)"); done
 
 .PHONY: deploy
-deploy: check-operator ## kubectl apply -k manifests/<operator> per OPERATOR (default both) to the current context, with the image set to IMG or IMAGE_REGISTRY/<operator>:VERSION.
+deploy: check-operator ## kubectl apply -k manifests/<operator> per OPERATOR (default every operator) to the current context, with the image set to IMG or IMAGE_REGISTRY/<operator>:VERSION.
 	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh deploy $$op "$(image)"; done
 
 .PHONY: undeploy
-undeploy: check-operator ## Remove OPERATOR (default both) from the current context: its custom resources first (while it can finalize them), then the operator, then its CRDs.
+undeploy: check-operator ## Remove OPERATOR (default every operator) from the current context: its custom resources first (while it can finalize them), then the operator, then its CRDs.
 	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh undeploy $$op; done
 
 .PHONY: check-operator
 check-operator:
 	@for op in $(OPERATOR); do case " $(OPERATORS) " in *" $$op "*) ;; *) echo "unknown OPERATOR $$op: want one or more of $(OPERATORS)" >&2; exit 1;; esac; done
-	@if [ -n "$(IMG)" ] && [ "$(words $(OPERATOR))" != 1 ]; then echo "IMG is one operator's image: name that operator, e.g. OPERATOR=pod-terminator IMG=$(IMG)" >&2; exit 1; fi
+	@if [ -n "$(IMG)" ] && [ "$(words $(OPERATOR))" != 1 ]; then echo "IMG is one operator's image: name that operator, e.g. OPERATOR=$(firstword $(OPERATORS)) IMG=$(IMG)" >&2; exit 1; fi
 	@if [ -z "$(strip $(OPERATOR))" ]; then echo "OPERATOR is empty: want one or more of $(OPERATORS)" >&2; exit 1; fi
 
 .PHONY: controlplane

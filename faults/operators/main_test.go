@@ -36,7 +36,7 @@ var (
 const root = "../.."
 
 // auditPolicy records, with their outcome, the pod deletions and evictions
-// of the operators' ServiceAccounts (each in its own namespace), every write of
+// of ServiceAccounts (an operator's, each in its own namespace), every write of
 // the multi-resource operator's ServiceAccount, and nothing else. Metadata
 // is enough for the multi-resource test: it judges a write by the object's
 // kind, namespace and name, since a request body would carry the managed-by
@@ -46,7 +46,7 @@ kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
-  userGroups: ["system:serviceaccounts:kooper-pod-terminator", "system:serviceaccounts:kooper-multi-resource"]
+  userGroups: ["system:serviceaccounts"]
   verbs: [create, delete, deletecollection]
   resources:
   - group: ""
@@ -163,6 +163,18 @@ func begin(t *testing.T, operator, group string) (s uint64, d time.Duration, rng
 	kubectl(t, "apply", "-k", "manifests/crds/"+group)
 	kubectl(t, "apply", "-k", "manifests/rbac/"+operator)
 	return s, d, rng, bin
+}
+
+// waitFor polls cond every 250ms until it holds, failing after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %s", what, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
 }
 
 // duration is FAULTS_OPERATOR_DURATION, or def.

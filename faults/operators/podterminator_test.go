@@ -183,18 +183,6 @@ func TestPodTerminatorUnderFaults(t *testing.T) {
 		report, claims.count(), ptMinimum, pods.checkedCount())
 }
 
-// waitFor polls cond every 250ms until it holds, failing after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %s", what, timeout)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // podPoll reads the pods of a namespace every 100ms with a consistent LIST
 // (what the operator reads), and keeps each snapshot. A watch will not do:
 // after an API server restart its watches (ours, the controller manager's)

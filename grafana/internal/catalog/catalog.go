@@ -103,10 +103,10 @@ var families = []Family{
 	{GoHeap, Gauge, nil, "bytes of live and not yet collected heap objects", Runtime},
 	{GoGoroutines, Gauge, nil, "goroutines now", Runtime},
 
-	{TerminatedPods, Counter, []string{"terminator", "dry_run"}, "pods deleted (dry_run=\"false\") or chosen in a dry run (\"true\"), by PodTerminator name", PodTerminator},
+	{TerminatedPods, Counter, []string{"terminator", "dry_run"}, "pods deleted (dry_run=\"false\") or chosen in a dry run (\"true\"), by PodTerminator name; a PodTerminator's series appear with its first period", PodTerminator},
 
 	// region: tenants-families
-	{TenantsByReadiness, Gauge, []string{"ready"}, "Tenants by Ready condition, counted in the leader's cache at scrape time", Tenants},
+	{TenantsByReadiness, Gauge, []string{"ready"}, "Tenants by Ready condition, counted in the leader's cache at scrape time: only the replica running the controllers has it", Tenants},
 	{DriftRepairs, Counter, []string{"kind"}, "children of Tenants restored after someone else changed or deleted them", Tenants},
 	// endregion: tenants-families
 }
