@@ -69,6 +69,13 @@ devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/c
 new-operator: ## Scaffold a complete, tested operator in this repository's shape, then make generate (hack/newoperator): NAME=web-demo GROUP=webapps.example.com KIND=WebApp SCOPE=Cluster|Namespaced [OWNS=ConfigMap,Secret,ServiceAccount,Service,Deployment].
 	$(GO) run ./hack/newoperator -name "$(NAME)" -group "$(GROUP)" -kind "$(KIND)" -scope "$(SCOPE)" -owns "$(OWNS)"
 
+# make remove-operator makes this repository yours (hack/template,
+# docs/template.md): it refuses, changing nothing, what it cannot do, and
+# leaves a tree where make lint, verify-generate and test-unit pass.
+.PHONY: remove-operator
+remove-operator: ## Remove operator NAME and everything only it has (its API group, manifests, RBAC, dashboard, tests, docs), found in the tree, then make generate and go mod tidy (hack/template).
+	$(GO) run ./hack/template remove-operator -name "$(NAME)"
+
 .PHONY: devcluster-stop
 devcluster-stop: ## Stop the make devcluster running in another shell, no PID needed, and wait until it has exited.
 	$(GO) run ./hack/devcluster -stop

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kooperkit/kooper/hack/newoperator/internal/worktree"
+	"github.com/kooperkit/kooper/hack/internal/worktree"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
