@@ -69,9 +69,14 @@ devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/c
 new-operator: ## Scaffold a complete, tested operator in this repository's shape, then make generate (hack/newoperator): NAME=web-demo GROUP=webapps.example.com KIND=WebApp SCOPE=Cluster|Namespaced [OWNS=ConfigMap,Secret,ServiceAccount,Service,Deployment].
 	$(GO) run ./hack/newoperator -name "$(NAME)" -group "$(GROUP)" -kind "$(KIND)" -scope "$(SCOPE)" -owns "$(OWNS)"
 
-# make remove-operator makes this repository yours (hack/template,
-# docs/template.md): it refuses, changing nothing, what it cannot do, and
-# leaves a tree where make lint, verify-generate and test-unit pass.
+# make rename and make remove-operator make this repository yours
+# (hack/template, docs/template.md). Each refuses, changing nothing, what it
+# cannot do, and leaves a tree where make lint, verify-generate and
+# test-unit pass.
+.PHONY: rename
+rename: ## Rename the module, the API groups' suffix and the images everywhere, then make generate and go mod tidy in every module (hack/template): MODULE=example.com/acme/platform GROUP_SUFFIX=acme.example.com [REGISTRY=ghcr.io/acme] [FROM_GROUP_SUFFIX=...].
+	$(GO) run ./hack/template rename -module "$(MODULE)" -group-suffix "$(GROUP_SUFFIX)" -registry "$(REGISTRY)" -from-group-suffix "$(FROM_GROUP_SUFFIX)"
+
 .PHONY: remove-operator
 remove-operator: ## Remove operator NAME and everything only it has (its API group, manifests, RBAC, dashboard, tests, docs), found in the tree, then make generate and go mod tidy (hack/template).
 	$(GO) run ./hack/template remove-operator -name "$(NAME)"

@@ -1,10 +1,12 @@
-// Command template makes this repository yours, with commands that each
+// Command template makes this repository yours, in two commands that each
 // leave a tree where make lint, make verify-generate and make test-unit
 // pass:
 //
 //	go run ./hack/template remove-operator -name pod-terminator
+//	go run ./hack/template rename -module example.com/acme/platform -group-suffix acme.example.com
 //
-// (make remove-operator NAME=...).
+// (make remove-operator NAME=..., make rename MODULE=... GROUP_SUFFIX=...
+// [REGISTRY=...]).
 //
 // remove-operator removes an operator and everything that is only its
 // own, found in the tree by package inventory: its directories, the API
@@ -13,7 +15,13 @@
 // in any file, see package inventory). Then it formats what it edited,
 // runs make generate and go mod tidy in every module.
 //
-// It checks its input and the tree before it changes anything: a
+// rename gives the repository another module path, another suffix for its
+// API groups and another image registry: it rewrites every go.mod it finds
+// (go mod tidy in each), every file naming the old module path, the
+// OpenAPI model packages, the API groups in plain and regular-expression
+// form, and the image names, then runs gofmt and make generate.
+//
+// Both check their input and the tree before they change anything: a
 // refusal (exit status 2) says why and leaves the tree as it was. If a
 // step fails after the changes began (make generate, say), the files they
 // changed are put back, make generate is run again to restore what it had
@@ -51,6 +59,7 @@ func exit(err error, stderr io.Writer) int {
 
 const usage = `usage:
   go run ./hack/template remove-operator -name NAME [-dry-run]
+  go run ./hack/template rename -module PATH -group-suffix DOMAIN [-registry REGISTRY] [-dry-run]
 `
 
 func run(args []string, stdout, stderr io.Writer) error {
@@ -61,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "remove-operator":
 		return removeOperator(args[1:], stdout, stderr)
+	case "rename":
+		return rename(args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
