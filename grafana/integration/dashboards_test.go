@@ -115,6 +115,9 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 		})
 	}
 	prom := c.prom
+	if up, err := prom.value(ctx, `sum(up)`); err != nil || up != float64(len(workloads)) {
+		t.Fatalf("sum(up) = %v (%v), want %d: every operator's /metrics scraped", up, err, len(workloads))
+	}
 	// standIn is the operator whose controllers a dashboard is evaluated
 	// with when its own operator does not run here: the generic dashboard
 	// of a new operator has the same panels as the Controllers row of
