@@ -78,7 +78,7 @@ func removeOperator(args []string, stdout, stderr io.Writer) error {
 			return restore(dir, fmt.Errorf("the removal of %s failed, and was undone: %w", *name, err), undo, stdout, stderr)
 		}
 	}
-	fmt.Fprintf(stdout, "\noperator %s is removed; make lint verify-generate test-unit pass on what is left.\n", *name)
+	fmt.Fprintf(stdout, "\noperator %s is removed; make test checks what is left.\n", *name)
 	if len(plan.Mentions) > 0 {
 		fmt.Fprintf(stdout, "\nLeft to you: these files still name %s (prose, examples, the CHANGELOG's history); review them:\n", *name)
 		for _, m := range plan.Mentions {

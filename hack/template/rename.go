@@ -124,7 +124,7 @@ func rename(args []string, stdout, stderr io.Writer) error {
 			return restore(dir, fmt.Errorf("the rename failed, and was undone: %w", err), undo, stdout, stderr)
 		}
 	}
-	fmt.Fprintln(stdout, "\nrenamed; make lint verify-generate test-unit pass on the result.")
+	fmt.Fprintln(stdout, "\nrenamed; make test checks the result.")
 	left, err := leftovers(dir, n)
 	if err != nil {
 		return err
