@@ -74,12 +74,12 @@ new-operator: ## Scaffold a complete, tested operator in this repository's shape
 # cannot do, and leaves a tree where make lint, verify-generate and
 # test-unit pass.
 .PHONY: rename
-rename: ## Rename the module, the API groups' suffix and the images everywhere, then make generate and go mod tidy in every module (hack/template): MODULE=example.com/acme/platform GROUP_SUFFIX=acme.example.com [REGISTRY=ghcr.io/acme] [FROM_GROUP_SUFFIX=...].
-	$(GO) run ./hack/template rename -module "$(MODULE)" -group-suffix "$(GROUP_SUFFIX)" -registry "$(REGISTRY)" -from-group-suffix "$(FROM_GROUP_SUFFIX)"
+rename: ## Rename the module, the API groups' suffix and the images everywhere, then make generate and go mod tidy in every module (hack/template): MODULE=example.com/acme/platform GROUP_SUFFIX=acme.example.com [REGISTRY=ghcr.io/acme] [FROM_GROUP_SUFFIX=...] [DRY_RUN=1].
+	$(GO) run ./hack/template rename -module "$(MODULE)" -group-suffix "$(GROUP_SUFFIX)" -registry "$(REGISTRY)" -from-group-suffix "$(FROM_GROUP_SUFFIX)" $(if $(DRY_RUN),-dry-run)
 
 .PHONY: remove-operator
-remove-operator: ## Remove operator NAME and everything only it has (its API group, manifests, RBAC, dashboard, tests, docs), found in the tree, then make generate and go mod tidy (hack/template).
-	$(GO) run ./hack/template remove-operator -name "$(NAME)"
+remove-operator: ## Remove operator NAME and everything only it has (its API group, manifests, RBAC, dashboard, tests, docs), found in the tree, then make generate and go mod tidy (hack/template) [DRY_RUN=1].
+	$(GO) run ./hack/template remove-operator -name "$(NAME)" $(if $(DRY_RUN),-dry-run)
 
 .PHONY: devcluster-stop
 devcluster-stop: ## Stop the make devcluster running in another shell, no PID needed, and wait until it has exited.
@@ -127,7 +127,10 @@ test-integration: build prometheus ## Integration tests against a local control 
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
 	@# hack/image's tests render manifests with bin/kubectl, linked above.
 	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
-	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
+	@# The end-to-end tests of make new-operator and of make rename and
+	@# remove-operator (hack/template/integration) take longer than go
+	@# test's default 10 minutes.
+	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 -timeout 60m $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
 	@# Three runs on control planes of their own, side by side (their
 	@# binaries are built above); each one's output shows when it ends.
 	@$(MAKE) --no-print-directory -j3 --output-sync=target _test-grafana _test-skew _test-faults

@@ -57,7 +57,7 @@ func removeOperator(args []string, stdout, stderr io.Writer) error {
 		for _, p := range plan.Problems {
 			fmt.Fprintln(stderr, "template: remove-operator:", p)
 		}
-		return refuse("%d problems stop the removal of %s", len(plan.Problems), *name)
+		return refuse("%s is not removed while the problems above are there: mark what quotes or links it, or fix the markers", *name)
 	}
 	if *dryRun {
 		fmt.Fprintln(stdout, "dry run: nothing was changed")

@@ -25,7 +25,7 @@ func TestRemoveOperatorRefusals(t *testing.T) {
 		{"an operator that is not there", []string{"-name", "cart"}, []string{`no such operator "cart": operators/cart/cmd/cart does not exist; the operators are bank, shop`}},
 		{"an include of what goes, left outside what goes", []string{"-name", "shop"}, []string{
 			"docs/quote.md:1: quotes operators/shop/cmd/shop/main.go, which goes with shop",
-			"1 problems stop the removal of shop",
+			"shop is not removed while the problems above are there",
 		}},
 	}
 	for _, tt := range tests {

@@ -4,7 +4,7 @@
 //
 // It is checked from both sides: a unit test compares the library's
 // families with what kooper/metrics/prometheus registers, and the Prometheus
-// end-to-end test (grafana/integration) scrapes both operators and fails if
+// end-to-end test (grafana/integration) scrapes the operators and fails if
 // a family listed here for them is missing or has another type.
 package catalog
 
