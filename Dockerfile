@@ -2,13 +2,15 @@
 # Builds one operator into a static, trimmed binary stamped with its version,
 # on an empty base (scratch): the binary, a non-root user, nothing else.
 #
-#   make docker-build OPERATOR=pod-terminator IMG=registry.example/pod-terminator:v0.1.0
+#   make docker-build OPERATOR=my-operator IMG=registry.example/my-operator:v0.1.0
 #
 # or, without make:
 #
-#   docker build --build-arg OPERATOR=pod-terminator --build-arg VERSION=v0.1.0 \
+#   docker build --build-arg OPERATOR=my-operator --build-arg VERSION=v0.1.0 \
 #     --build-arg REVISION="$(git rev-parse HEAD)" \
-#     -t registry.example/pod-terminator:v0.1.0 .
+#     -t registry.example/my-operator:v0.1.0 .
+#
+# where my-operator is a directory of operators/ (OPERATOR has no default).
 #
 # CMD builds any other command of the repository instead, e.g.
 # --build-arg CMD=./examples/pod-logger.
@@ -36,20 +38,21 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
-ARG OPERATOR=pod-terminator
+ARG OPERATOR
 ARG CMD=./operators/${OPERATOR}/cmd/${OPERATOR}
 ARG VERSION=dev
 ARG TARGETOS
 ARG TARGETARCH
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
+	if [ "${CMD}" = ./operators//cmd/ ]; then echo "name the operator to build: --build-arg OPERATOR=<a directory of operators/>" >&2; exit 1; fi; \
 	GOOS="${TARGETOS}" GOARCH="${TARGETARCH}" VERSION="${VERSION}" hack/build/build.sh /out/operator "${CMD}"
 
 # The operators need no file but their own: they speak TLS only to the API
 # server, whose CA comes from the ServiceAccount mount or the kubeconfig, and
-# the pod-terminator's webhook serves its own certificate. So no CA bundle,
+# an operator's webhook serves its own certificate. So no CA bundle,
 # no tzdata, no /etc/passwd, no shell.
 FROM scratch
-ARG OPERATOR=pod-terminator
+ARG OPERATOR
 ARG VERSION=dev
 ARG REVISION=
 # Owned by 0:0 (COPY's default), so the process cannot change it.

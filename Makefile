@@ -21,7 +21,7 @@ PROMETHEUS_DIR := $(CACHE_DIR)/tools/prometheus-$(PROMETHEUS_VERSION)
 # prints it), by one command that `make build` and the Dockerfile both run:
 # hack/build/build.sh (its test checks the binaries and that both call it).
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-# The operators are the directories of operators/ with a cmd/<name>: the two
+# The operators are the directories of operators/ with a cmd/<name>: the
 # samples and any that make new-operator wrote. COMMANDS are what make build
 # builds: the example controllers and each operator.
 OPERATORS := $(sort $(patsubst operators/%/cmd,%,$(wildcard operators/*/cmd)))
@@ -70,6 +70,18 @@ devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/c
 new-operator: ## Scaffold a complete, tested operator in this repository's shape, then make generate (hack/newoperator): NAME=web-demo GROUP=webapps.example.com KIND=WebApp SCOPE=Cluster|Namespaced [OWNS=ConfigMap,Secret,ServiceAccount,Service,Deployment].
 	$(GO) run ./hack/newoperator -name "$(NAME)" -group "$(GROUP)" -kind "$(KIND)" -scope "$(SCOPE)" -owns "$(OWNS)"
 
+# make rename and make remove-operator make this repository yours
+# (hack/template, docs/template.md). Each refuses, changing nothing, what it
+# cannot do, and leaves a tree where make lint, verify-generate and
+# test-unit pass.
+.PHONY: rename
+rename: ## Rename the module, the API groups' suffix and the images everywhere, then make generate and go mod tidy in every module (hack/template): MODULE=example.com/acme/platform GROUP_SUFFIX=acme.example.com [REGISTRY=ghcr.io/acme] [FROM_GROUP_SUFFIX=...] [DRY_RUN=1].
+	$(GO) run ./hack/template rename -module "$(MODULE)" -group-suffix "$(GROUP_SUFFIX)" -registry "$(REGISTRY)" -from-group-suffix "$(FROM_GROUP_SUFFIX)" $(if $(DRY_RUN),-dry-run)
+
+.PHONY: remove-operator
+remove-operator: ## Remove operator NAME and everything only it has (its API group, manifests, RBAC, dashboard, tests, docs), found in the tree, then make generate and go mod tidy (hack/template) [DRY_RUN=1].
+	$(GO) run ./hack/template remove-operator -name "$(NAME)" $(if $(DRY_RUN),-dry-run)
+
 .PHONY: devcluster-stop
 devcluster-stop: ## Stop the make devcluster running in another shell, no PID needed, and wait until it has exited.
 	$(GO) run ./hack/devcluster -stop
@@ -116,7 +128,10 @@ test-integration: build prometheus ## Integration tests against a local control 
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
 	@# hack/image's tests render manifests with bin/kubectl, linked above.
 	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
-	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
+	@# The end-to-end tests of make new-operator and of make rename and
+	@# remove-operator (hack/template/integration) take longer than go
+	@# test's default 10 minutes.
+	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 -timeout 60m $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
 	@# Three runs on control planes of their own, side by side (their
 	@# binaries are built above); each one's output shows when it ends.
 	@$(MAKE) --no-print-directory -j3 --output-sync=target _test-grafana _test-skew _test-faults
@@ -165,7 +180,7 @@ SEED ?=
 DURATION ?= 30m
 
 .PHONY: test-faults
-test-faults: ## Each fault once (connection resets, latency, a blackhole, API server and etcd restarts, compaction, 429s, SIGKILL and SIGSTOP of the leader), then 30s of them mixed from a printed seed, and 45s of them under each sample operator (faults/; SEED=... repeats).
+test-faults: ## Each fault once (connection resets, latency, a blackhole, API server and etcd restarts, compaction, 429s, SIGKILL and SIGSTOP of the leader), then 30s of them mixed from a printed seed, and 45s of them under each operator (faults/; SEED=... repeats).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	@$(MAKE) --no-print-directory _test-faults
 
@@ -173,7 +188,7 @@ _test-faults:
 	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION=30s FAULTS_OPERATOR_DURATION=45s CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 
 .PHONY: soak
-soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed), under the library's controller and, at the same time, each sample operator in turn (DURATION each), the invariants checked throughout; a run stops at its first violation, naming the seed.
+soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed), under the library's controller and, at the same time, each operator in turn (DURATION each), the invariants checked throughout; a run stops at its first violation, naming the seed.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	$(FAULTS) FAULTS_SEED="$(SEED)" FAULTS_DURATION="$(DURATION)" FAULTS_OPERATOR_DURATION="$(DURATION)" $(GO) test -count=1 -v -timeout 0 -run 'TestMixedFaults|UnderFaults' ./integration ./operators
 
@@ -275,7 +290,7 @@ manifests: ## Regenerate the CRD YAML and its kustomizations in manifests/crds/ 
 	$(CRDCHECK) $(GO) run .
 
 .PHONY: docker-build
-docker-build: check-operator ## Build an image per OPERATOR (default both) tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION.
+docker-build: check-operator ## Build an image per OPERATOR (default every operator) tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION.
 	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) not found: install Docker (or set DOCKER=podman); make build makes the same static binaries without it" >&2; exit 1; }
 	@$(DOCKER) info >/dev/null 2>&1 || { echo "docker-build: $(DOCKER) cannot reach its daemon (is it running?); make build makes the same static binaries without it" >&2; exit 1; }
 	@for op in $(OPERATOR); do \
@@ -293,7 +308,7 @@ image_build = GO="$(GO)" VERSION="$(VERSION)" GOOS=linux hack/build/build.sh bin
 image_tool = ($(IMAGE_TOOL) GOOS= GOARCH= SOURCE_DATE_EPOCH="$(SOURCE_DATE_EPOCH)" $(GO) run . -binary "../../bin/$$op" -version "$(VERSION)" -revision "$(REVISION)" $(1))
 
 .PHONY: image
-image: check-operator ## Build an image per OPERATOR (default both) without Docker into bin/images/<operator>.tar (docker load, crane push), tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION: bin/<operator> on scratch (hack/image, docs/deploy.md).
+image: check-operator ## Build an image per OPERATOR (default every operator) without Docker into bin/images/<operator>.tar (docker load, crane push), tagged IMG (one operator) or IMAGE_REGISTRY/<operator>:VERSION: bin/<operator> on scratch (hack/image, docs/deploy.md).
 	$(image_build)
 	@for op in $(OPERATOR); do $(call image_tool,-tag "$(image)" -out "../../bin/images/$$op.tar"); done
 
@@ -303,17 +318,17 @@ image-push: check-operator ## Build and push an image per OPERATOR without Docke
 	@for op in $(OPERATOR); do $(call image_tool,-push "$(image)"); done
 
 .PHONY: deploy
-deploy: check-operator ## kubectl apply -k manifests/<operator> per OPERATOR (default both) to the current context, with the image set to IMG or IMAGE_REGISTRY/<operator>:VERSION.
+deploy: check-operator ## kubectl apply -k manifests/<operator> per OPERATOR (default every operator) to the current context, with the image set to IMG or IMAGE_REGISTRY/<operator>:VERSION.
 	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh deploy $$op "$(image)"; done
 
 .PHONY: undeploy
-undeploy: check-operator ## Remove OPERATOR (default both) from the current context: its custom resources first (while it can finalize them), then the operator, then its CRDs.
+undeploy: check-operator ## Remove OPERATOR (default every operator) from the current context: its custom resources first (while it can finalize them), then the operator, then its CRDs.
 	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh undeploy $$op; done
 
 .PHONY: check-operator
 check-operator:
 	@for op in $(OPERATOR); do case " $(OPERATORS) " in *" $$op "*) ;; *) echo "unknown OPERATOR $$op: want one or more of $(OPERATORS)" >&2; exit 1;; esac; done
-	@if [ -n "$(IMG)" ] && [ "$(words $(OPERATOR))" != 1 ]; then echo "IMG is one operator's image: name that operator, e.g. OPERATOR=pod-terminator IMG=$(IMG)" >&2; exit 1; fi
+	@if [ -n "$(IMG)" ] && [ "$(words $(OPERATOR))" != 1 ]; then echo "IMG is one operator's image: name that operator, e.g. OPERATOR=$(firstword $(OPERATORS)) IMG=$(IMG)" >&2; exit 1; fi
 	@if [ -z "$(strip $(OPERATOR))" ]; then echo "OPERATOR is empty: want one or more of $(OPERATORS)" >&2; exit 1; fi
 
 .PHONY: controlplane

@@ -1,17 +1,13 @@
 package operators_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,7 +32,7 @@ var (
 const root = "../.."
 
 // auditPolicy records, with their outcome, the pod deletions and evictions
-// of the operators' ServiceAccounts (each in its own namespace), every write of
+// of ServiceAccounts (an operator's, each in its own namespace), every write of
 // the multi-resource operator's ServiceAccount, and nothing else. Metadata
 // is enough for the multi-resource test: it judges a write by the object's
 // kind, namespace and name, since a request body would carry the managed-by
@@ -46,7 +42,7 @@ kind: Policy
 omitStages: [RequestReceived]
 rules:
 - level: Metadata
-  userGroups: ["system:serviceaccounts:kooper-pod-terminator", "system:serviceaccounts:kooper-multi-resource"]
+  userGroups: ["system:serviceaccounts"]
   verbs: [create, delete, deletecollection]
   resources:
   - group: ""
@@ -165,6 +161,18 @@ func begin(t *testing.T, operator, group string) (s uint64, d time.Duration, rng
 	return s, d, rng, bin
 }
 
+// waitFor polls cond every 250ms until it holds, failing after timeout.
+func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after %s", what, timeout)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // duration is FAULTS_OPERATOR_DURATION, or def.
 func duration(t *testing.T, def time.Duration) time.Duration {
 	if v := os.Getenv("FAULTS_OPERATOR_DURATION"); v != "" {
@@ -241,68 +249,4 @@ type auditEvent struct {
 	} `json:"responseStatus"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 	StageTimestamp           time.Time `json:"stageTimestamp"`
-}
-
-// podRemovals are the pod evictions and deletions in namespace ns that the
-// API server carried out (2xx) for user, in the audit log, oldest first.
-func podRemovals(t *testing.T, user, ns string) []auditEvent {
-	t.Helper()
-	f, err := os.Open(auditLog)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []auditEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
-	for sc.Scan() {
-		var ev auditEvent
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			continue // a line being written
-		}
-		if ev.Stage != "ResponseComplete" || ev.User.Username != user || ev.ObjectRef.Namespace != ns ||
-			ev.ObjectRef.Resource != "pods" || ev.ResponseStatus.Code/100 != 2 {
-			continue
-		}
-		if (ev.Verb == "create" && ev.ObjectRef.Subresource == "eviction") || (ev.Verb == "delete" && ev.ObjectRef.Subresource == "") {
-			out = append(out, ev)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// scrape returns the value of the series of metric name with labels, in
-// the text exposition served at url; ok is false if it is not there or
-// the URL does not answer.
-func scrape(url, name string, labels map[string]string) (v float64, ok bool) {
-	c := http.Client{Timeout: time.Second}
-	resp, err := c.Get(url)
-	if err != nil {
-		return 0, false
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<22)
-	for sc.Scan() {
-		line := sc.Text()
-		if !strings.HasPrefix(line, name+"{") {
-			continue
-		}
-		match := true
-		for k, val := range labels {
-			if !strings.Contains(line, k+`="`+val+`"`) {
-				match = false
-			}
-		}
-		if !match {
-			continue
-		}
-		fields := strings.Fields(line)
-		f, err := strconv.ParseFloat(fields[len(fields)-1], 64)
-		return f, err == nil
-	}
-	return 0, false
 }

@@ -1,13 +1,18 @@
 package operators_test
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
+	"os"
 	"os/exec"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -181,18 +186,6 @@ func TestPodTerminatorUnderFaults(t *testing.T) {
 	}
 	t.Logf("%s; %d periods claimed; the minimum of %d held at each removal (%d checked against a LIST read less than a second before)",
 		report, claims.count(), ptMinimum, pods.checkedCount())
-}
-
-// waitFor polls cond every 250ms until it holds, failing after timeout.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("no %s after %s", what, timeout)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
 }
 
 // podPoll reads the pods of a namespace every 100ms with a consistent LIST
@@ -570,4 +563,68 @@ func (s *replicaScrapes) check(ctx context.Context, client kubernetes.Interface,
 		return fmt.Errorf("the terminated pods metric: %s", strings.Join(problems, "; "))
 	}
 	return nil
+}
+
+// podRemovals are the pod evictions and deletions in namespace ns that the
+// API server carried out (2xx) for user, in the audit log, oldest first.
+func podRemovals(t *testing.T, user, ns string) []auditEvent {
+	t.Helper()
+	f, err := os.Open(auditLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []auditEvent
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	for sc.Scan() {
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			continue // a line being written
+		}
+		if ev.Stage != "ResponseComplete" || ev.User.Username != user || ev.ObjectRef.Namespace != ns ||
+			ev.ObjectRef.Resource != "pods" || ev.ResponseStatus.Code/100 != 2 {
+			continue
+		}
+		if (ev.Verb == "create" && ev.ObjectRef.Subresource == "eviction") || (ev.Verb == "delete" && ev.ObjectRef.Subresource == "") {
+			out = append(out, ev)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// scrape returns the value of the series of metric name with labels, in
+// the text exposition served at url; ok is false if it is not there or
+// the URL does not answer.
+func scrape(url, name string, labels map[string]string) (v float64, ok bool) {
+	c := http.Client{Timeout: time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, false
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<22)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		match := true
+		for k, val := range labels {
+			if !strings.Contains(line, k+`="`+val+`"`) {
+				match = false
+			}
+		}
+		if !match {
+			continue
+		}
+		fields := strings.Fields(line)
+		f, err := strconv.ParseFloat(fields[len(fields)-1], 64)
+		return f, err == nil
+	}
+	return 0, false
 }

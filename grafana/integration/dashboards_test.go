@@ -19,16 +19,11 @@ import (
 	"time"
 
 	"github.com/prometheus/prometheus/promql/parser"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
 	"github.com/kooperkit/kooper/grafana/internal/dashboards"
 	"github.com/kooperkit/kooper/kooper/devcluster"
@@ -38,42 +33,41 @@ import (
 // interval it holds about 15 samples.
 const rateInterval = "15s"
 
-// standIn is the operator whose controllers a dashboard is evaluated with
-// when its own operator does not run here: the generic dashboard of a new
-// operator has the same panels as the Controllers row of this one's.
-const standIn = "multi-resource"
-
 func TestDashboardsAgainstARealPrometheus(t *testing.T) {
+	if len(workloads) == 0 {
+		t.Fatal("no operator registers a workload (register, in a file named after it): nothing to scrape")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A cluster of its own for each run: the test installs the CRDs after
 	// the operators start, so a run (-count=3) must find none left by the
-	// one before. One kwok node runs the victims' pods: the pod-terminator
-	// counts and terminates only Ready pods.
+	// one before. One kwok node runs the pods a sample's work makes.
 	cluster, err := devcluster.Start(ctx, devcluster.Options{BinDir: binaries.BinDir(), Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.Stop() })
 	root := repoRoot(t)
-	kube := kubernetes.NewForConfigOrDie(cluster.Config())
-	kooper := versioned.NewForConfigOrDie(cluster.Config())
+	c := clients{kube: kubernetes.NewForConfigOrDie(cluster.Config()), kooper: versioned.NewForConfigOrDie(cluster.Config())}
 
 	// The operators' namespaces (their Leases live there). The CRDs come
 	// later, so that the leaders start with caches that cannot sync.
-	for _, ns := range []string{"kooper-pod-terminator", "kooper-multi-resource"} {
-		if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+	var pkgs []string
+	for _, w := range workloads {
+		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kooper-" + w.name}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		pkgs = append(pkgs, "./operators/"+w.name+"/cmd/"+w.name)
 	}
 
-	// Both operators, as the binaries users run, with leader election.
-	bin := build(t, root, "./operators/pod-terminator/cmd/pod-terminator", "./operators/multi-resource/cmd/multi-resource")
-	addrs := map[string]string{"pod-terminator": freeAddr(t), "multi-resource": freeAddr(t)}
-	start(t, "pod-terminator", filepath.Join(bin, "pod-terminator"), "-kubeconfig", cluster.KubeconfigPath(),
-		"-http-addr", addrs["pod-terminator"], "-namespace", "kooper-pod-terminator", "-webhook-addr=", "-log-level", "info")
-	start(t, "multi-resource", filepath.Join(bin, "multi-resource"), "-kubeconfig", cluster.KubeconfigPath(),
-		"-http-addr", addrs["multi-resource"], "-namespace", "kooper-multi-resource", "-log-level", "info")
+	// The operators, as the binaries users run, with leader election.
+	bin := build(t, root, pkgs...)
+	addrs := map[string]string{}
+	for _, w := range workloads {
+		addrs[w.name] = freeAddr(t)
+		start(t, w.name, filepath.Join(bin, w.name), append([]string{"-kubeconfig", cluster.KubeconfigPath(),
+			"-http-addr", addrs[w.name], "-namespace", "kooper-" + w.name, "-log-level", "info"}, w.args...)...)
+	}
 	// Health: a leader whose caches have not synced (its CRD is missing)
 	// is not ready; once the CRDs are installed it is.
 	for name, addr := range addrs {
@@ -98,97 +92,37 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 			return nil
 		})
 	}
-	t.Logf("both operators ready (leading) %s after the CRDs were applied", time.Since(crdsAt).Round(time.Millisecond))
-	prom := startPrometheus(t, addrs, filepath.Join(root, "grafana", "alerts", "kooper-rules.yml"))
+	t.Logf("operators %s ready (leading) %s after the CRDs were applied", strings.Join(slices.Sorted(maps.Keys(addrs)), ", "), time.Since(crdsAt).Round(time.Millisecond))
+	c.prom = startPrometheus(t, addrs, filepath.Join(root, "grafana", "alerts", "kooper-rules.yml"))
 
-	// Work: victims for a PodTerminator and a dry-run one; two Tenants that
-	// become Ready and one whose namespace is taken; a child deleted by hand.
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "victims"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	labels := map[string]string{"app": "victim"}
-	if _, err := kube.AppsV1().Deployments("victims").Create(ctx, &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "victims"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](6),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10"}}},
-			},
-		},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	for _, dryRun := range []bool{false, true} {
-		name := "victims"
-		if dryRun {
-			name = "victims-dry-run"
-		}
-		if _, err := kooper.ChaosV1alpha1().PodTerminators().Create(ctx, &chaosv1alpha1.PodTerminator{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: chaosv1alpha1.PodTerminatorSpec{
-				Selector:           metav1.LabelSelector{MatchLabels: labels},
-				Namespaces:         []string{"victims"},
-				PeriodSeconds:      ptr.To[int32](1),
-				TerminationPercent: 30,
-				MinimumInstances:   ptr.To[int32](2),
-				DryRun:             dryRun,
-			},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenancyv1alpha1.NamespacePrefix + "taken"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	tenants := kooper.TenancyV1alpha1().Tenants()
-	for _, name := range []string{"team-a", "team-b", "taken"} {
-		if _, err := tenants.Create(ctx, &tenancyv1alpha1.Tenant{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec:       tenancyv1alpha1.TenantSpec{Admins: []tenancyv1alpha1.Admin{{Kind: "User", Name: name + "-admin"}}},
-		}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	eventually(t, 30*time.Second, "team-a is Ready", func() error {
-		tn, err := tenants.Get(ctx, "team-a", metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		if !apimeta.IsStatusConditionTrue(tn.Status.Conditions, tenancyv1alpha1.ConditionReady) {
-			return fmt.Errorf("conditions %+v", tn.Status.Conditions)
-		}
-		return nil
-	})
-	// Drift is counted from managedFields times, at one-second resolution:
-	// change the child in a later second than the operator made it.
-	time.Sleep(1100 * time.Millisecond)
-	if err := kube.CoreV1().ResourceQuotas(tenancyv1alpha1.NamespacePrefix+"team-a").Delete(ctx, "tenant-quota", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-
-	// Prometheus has seen the work, for long enough for a rate.
-	for _, q := range []string{
-		`kooper_tenants{ready="true"} == 2`,
-		`kooper_tenants{ready="false"} == 1`,
-		`sum(kooper_tenant_drift_repairs_total{kind="ResourceQuota"}) >= 1`,
-		`sum(kooper_pod_terminator_terminated_pods_total{terminator="victims", dry_run="false"}) >= 2`,
-		`sum(kooper_pod_terminator_terminated_pods_total{terminator="victims-dry-run", dry_run="true"}) >= 2`,
+	// Work for each operator, then Prometheus has seen it, for long enough
+	// for a rate.
+	answered := []string{
 		`sum by (controller) (kooper_controller_leader) == 1`,
-		// Child controllers route their Tenant's key into the owner's
-		// queue: the routed-keys panel has data, not only zeros.
-		`sum(kooper_controller_queued_events_total{controller="multi-resource", source="enqueue"}) >= 1`,
 		`min(count_over_time(up[1m])) >= 15`,
-	} {
+	}
+	for _, w := range workloads {
+		w.work(ctx, t, c)
+		answered = append(answered, w.answered...)
+	}
+	for _, q := range answered {
 		eventually(t, 90*time.Second, "Prometheus answers "+q, func() error {
-			s, err := prom.query(ctx, q)
+			s, err := c.prom.query(ctx, q)
 			if err == nil && len(s) == 0 {
 				return fmt.Errorf("no series")
 			}
 			return err
 		})
 	}
+	prom := c.prom
+	if up, err := prom.value(ctx, `sum(up)`); err != nil || up != float64(len(workloads)) {
+		t.Fatalf("sum(up) = %v (%v), want %d: every operator's /metrics scraped", up, err, len(workloads))
+	}
+	// standIn is the operator whose controllers a dashboard is evaluated
+	// with when its own operator does not run here: the generic dashboard
+	// of a new operator has the same panels as the Controllers row of
+	// this one's.
+	standIn := workloads[0].name
 
 	t.Run("every panel expression returns series, and so does each of its selectors", func(t *testing.T) {
 		files, err := filepath.Glob(filepath.Join(root, "grafana", "dashboards", "*.json"))
@@ -210,7 +144,7 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 		evaluated := 0
 		for _, file := range files {
 			d := readDashboard(t, file)
-			controllers := controllerValue(ctx, t, prom, d, running, notRun)
+			controllers := controllerValue(ctx, t, prom, d, running, notRun, standIn)
 			t.Logf("%s: $controller = %s", filepath.Base(file), controllers)
 			vars := strings.NewReplacer("$"+dashboards.VarController, controllers, dashboards.VarRateInterval, rateInterval)
 			for _, p := range d.Panels {
@@ -278,23 +212,11 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 		}
 	})
 
-	t.Run("the tenants gauge agrees with the API server", func(t *testing.T) {
-		list, err := tenants.List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
+	for _, w := range workloads {
+		for name, check := range w.checks {
+			t.Run(name, func(t *testing.T) { check(ctx, t, c) })
 		}
-		ready := 0
-		for _, tn := range list.Items {
-			if apimeta.IsStatusConditionTrue(tn.Status.Conditions, tenancyv1alpha1.ConditionReady) {
-				ready++
-			}
-		}
-		for label, want := range map[string]int{"true": ready, "false": len(list.Items) - ready} {
-			if got, err := prom.value(ctx, `sum(kooper_tenants{ready="`+label+`"})`); err != nil || got != float64(want) {
-				t.Errorf("kooper_tenants{ready=%q} = %v (%v), want %d", label, got, err, want)
-			}
-		}
-	})
+	}
 
 	t.Run("the alerting rules load and evaluate without errors", func(t *testing.T) {
 		eventually(t, 30*time.Second, "every rule has been evaluated without error", func() error {
@@ -333,23 +255,12 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 	})
 
 	t.Run("promplot draws the key series under load", func(t *testing.T) {
-		// A burst of Tenants, so the picture shows the operators at work.
-		const burst = 30
-		for i := range burst {
-			if _, err := tenants.Create(ctx, &tenancyv1alpha1.Tenant{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("load-%02d", i)},
-				Spec:       tenancyv1alpha1.TenantSpec{Admins: []tenancyv1alpha1.Admin{{Kind: "User", Name: "owner"}}},
-			}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
+		// A burst of work, so the picture shows the operators at work.
+		for _, w := range workloads {
+			if w.load != nil {
+				w.load(ctx, t, c)
 			}
 		}
-		eventually(t, 60*time.Second, "Prometheus sees the burst Ready", func() error {
-			n, err := prom.value(ctx, `sum(kooper_tenants{ready="true"})`)
-			if err == nil && n < 2+burst {
-				return fmt.Errorf("%v ready", n)
-			}
-			return err
-		})
 		time.Sleep(5 * time.Second)
 		plot := build(t, filepath.Join(root, "grafana"), "./cmd/promplot")
 		out := filepath.Join(t.TempDir(), "plot.png")
@@ -404,8 +315,8 @@ func TestPanelsOfFamiliesNoOperatorRunHereExposesAreLeftOut(t *testing.T) {
 // The dashboards of the operators run here are evaluated with their own
 // controllers; another operator's, with the stand-in's.
 func TestTheStandInReplacesOnlyTheControllersOfOperatorsNotRunHere(t *testing.T) {
-	running, notRun := []string{"multi-resource", "pod-terminator"}, []string{"web-demo"}
-	standInSelector := catalog.QueueLength + `{controller=~"multi-resource.*"}`
+	running, notRun, standIn := []string{"bank", "shop"}, []string{"web-demo"}, "bank"
+	standInSelector := catalog.QueueLength + `{controller=~"bank.*"}`
 	selector := func(controllers string) string {
 		return dashboards.Dashboard{Controllers: controllers}.ControllerVariableSelector()
 	}
@@ -417,15 +328,15 @@ func TestTheStandInReplacesOnlyTheControllersOfOperatorsNotRunHere(t *testing.T)
 		wantErr     bool
 	}{
 		{"the library's dashboard keeps every controller", selector(""), catalog.QueueLength, false, false},
-		{"a sample's dashboard keeps its operator's controllers", selector("pod-terminator.*"), selector("pod-terminator.*"), false, false},
-		{"the stand-in's own dashboard keeps its controllers", selector("multi-resource.*"), selector("multi-resource.*"), false, false},
+		{"a sample's dashboard keeps its operator's controllers", selector("shop.*"), selector("shop.*"), false, false},
+		{"the stand-in's own dashboard keeps its controllers", selector("bank.*"), selector("bank.*"), false, false},
 		{"the generic dashboard of an operator not run here gets the stand-in's", selector("web-demo.*"), standInSelector, true, false},
-		{"a sample's dashboard matching no operator keeps its selector, and fails", selector("pod-terminatr.*"), selector("pod-terminatr.*"), false, false},
+		{"a sample's dashboard matching no operator keeps its selector, and fails", selector("shopp.*"), selector("shopp.*"), false, false},
 		{"a selector that does not parse is an error", catalog.QueueLength + "{", "", false, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, stoodIn, err := controllersSelector(tt.selector, dashboards.VarController, running, notRun)
+			got, stoodIn, err := controllersSelector(tt.selector, dashboards.VarController, running, notRun, standIn)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("got error %v, want error: %t", err, tt.wantErr)
 			}
@@ -516,7 +427,7 @@ var labelValues = regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
 // regular expression. The query's selector must find at least one. The
 // dashboard of an operator not run here (one make new-operator added, with
 // the generic dashboard) gets the stand-in's controllers instead.
-func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashboard, running, notRun []string) string {
+func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashboard, running, notRun []string, standIn string) string {
 	t.Helper()
 	for _, v := range d.Templating.List {
 		if v.Name != dashboards.VarController {
@@ -533,7 +444,7 @@ func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashb
 			t.Fatalf("%s: controller variable query %q is not label_values(selector, label)", d.UID, q.Query)
 		}
 		label := m[2]
-		selector, stoodIn, err := controllersSelector(m[1], label, running, notRun)
+		selector, stoodIn, err := controllersSelector(m[1], label, running, notRun, standIn)
 		if err != nil {
 			t.Fatalf("%s: %v", d.UID, err)
 		}
@@ -564,12 +475,12 @@ func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashb
 }
 
 // controllersSelector returns selector, the series of a controller
-// variable's query, or the stand-in's controllers (stoodIn) when its label
+// variable's query, or the controllers of the operator standIn (stoodIn) when its label
 // matcher matches an operator of the repository not run here and none that
 // runs (controllers are named with their operator's name as prefix). A
 // matcher that matches no operator at all, such as a typo in a sample's
 // dashboard, is kept, so that its query finds nothing and fails.
-func controllersSelector(selector, label string, running, notRun []string) (_ string, stoodIn bool, _ error) {
+func controllersSelector(selector, label string, running, notRun []string, standIn string) (_ string, stoodIn bool, _ error) {
 	matchers, err := parser.NewParser(parser.Options{}).ParseMetricSelector(selector)
 	if err != nil {
 		return "", false, fmt.Errorf("could not parse the controller variable's selector %s: %w", selector, err)

@@ -1,6 +1,7 @@
-// Package integration proves the dashboards against a real Prometheus: both
-// operators run as built binaries against a local control plane, doing real
-// work; Prometheus (Debian's package) scrapes them every second; then every
+// Package integration proves the dashboards against a real Prometheus: the
+// operators run as built binaries against a local control plane, doing the
+// work each one's file gives it (a workload, in a file named after the
+// operator); Prometheus scrapes them every second; then every
 // panel expression of grafana/dashboards is evaluated through Prometheus'
 // HTTP API, each of its metric selectors on its own too (but for those
 // charting only families no operator run here exposes, such as sharding's),

@@ -28,9 +28,13 @@ func TestTheBuildScriptMakesStaticTrimmedStampedBinaries(t *testing.T) {
 		t.Skip("builds the operators")
 	}
 	const version = "v0.0.0-buildtest"
+	names := operators(t)
 	out := t.TempDir()
-	cmd := exec.Command("./"+script, out+"/",
-		"./operators/pod-terminator/cmd/pod-terminator", "./operators/multi-resource/cmd/multi-resource")
+	args := []string{out + "/"}
+	for _, name := range names {
+		args = append(args, "./operators/"+name+"/cmd/"+name)
+	}
+	cmd := exec.Command("./"+script, args...)
 	cmd.Dir = root
 	// make test-unit runs this test with CGO_ENABLED=1 (for -race): the
 	// script must turn cgo off whatever the caller's environment says.
@@ -40,7 +44,7 @@ func TestTheBuildScriptMakesStaticTrimmedStampedBinaries(t *testing.T) {
 		t.Fatalf("%s: %v\n%s", script, err, b)
 	}
 
-	for _, name := range []string{"pod-terminator", "multi-resource"} {
+	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			bin := filepath.Join(out, name)
 			checkStatic(t, bin)
@@ -85,6 +89,27 @@ func TestTheBuildScriptMakesStaticTrimmedStampedBinaries(t *testing.T) {
 			}
 		})
 	}
+}
+
+// operators returns the repository's operators, the directories
+// operators/<name> with a command cmd/<name>, sorted; it fails the test if
+// there is none, as make build would build no operator.
+func operators(t *testing.T) []string {
+	t.Helper()
+	cmds, err := filepath.Glob(filepath.Join(root, "operators", "*", "cmd", "*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cmds {
+		if name := filepath.Base(c); name == filepath.Base(filepath.Dir(filepath.Dir(c))) {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no operator in operators/ (operators/<name>/cmd/<name>): make new-operator writes one")
+	}
+	return names // Glob sorts them
 }
 
 // checkStatic fails unless the ELF binary at path asks for no dynamic loader

@@ -118,6 +118,10 @@ if [[ "${CRDS_ONLY}" == false ]]; then
 		--output-pkg "${MODULE}/apis/client" \
 		--boilerplate "${BOILERPLATE}" \
 		"${ROOT}/apis"
+	# The generators delete the files of a removed API group, not its
+	# directories: git keeps no empty directory, so verify-generate would
+	# find them in the work tree only.
+	find apis/client -mindepth 1 -type d -empty -delete
 fi
 
 # controller-gen writes one file per CRD, <group>_<plural>.yaml. Each API

@@ -6,8 +6,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"regexp"
 	"strings"
+
+	"github.com/kooperkit/kooper/hack/internal/inventory"
+	"github.com/kooperkit/kooper/hack/internal/markdown"
 )
 
 // Errors of region extraction; tests match them with errors.Is.
@@ -73,7 +75,8 @@ func parseMarker(line string, prefixes []string) (marker, bool, error) {
 
 // extractRegion returns the text of region name in src, the content of the
 // file named file: the lines between "region: name" and "endregion: name",
-// without the marker lines of any region, dedented by their common leading
+// without the marker lines of any region or operator (an operator's marker
+// at the end of a line is cut off), dedented by their common leading
 // whitespace, without blank lines at either end, each ending in a newline.
 // An empty name is the whole file.
 func extractRegion(file string, src []byte, name string) (string, error) {
@@ -115,8 +118,14 @@ func extractRegion(file string, src []byte, name string) (string, error) {
 	}
 	var body []string
 	for i := start + 1; i < end; i++ {
-		if !isMarker[i] {
-			body = append(body, lines[i])
+		if isMarker[i] {
+			continue
+		}
+		// What an operator's marker says is for make remove-operator, not
+		// for the reader.
+		l, alone := inventory.StripMarker(lines[i])
+		if !alone {
+			body = append(body, l)
 		}
 	}
 	body = dedent(body)
@@ -202,11 +211,6 @@ func (b block) content(lines []string) string {
 	return sb.String()
 }
 
-var (
-	includeRE = regexp.MustCompile(`^<!--\s*include:\s*(.*?)\s*-->$`)
-	fenceRE   = regexp.MustCompile("^([ \t]*)(`{3,}|~{3,})(.*)$")
-)
-
 // A problem is something wrong in a Markdown file, at a line.
 type problem struct {
 	File string
@@ -230,12 +234,12 @@ func parseMarkdown(file string, lines []string) ([]block, []problem) {
 	var problems []problem
 	var pending *include // the include comment on the line before
 	for i := 0; i < len(lines); i++ {
-		if m := includeRE.FindStringSubmatch(strings.TrimSpace(lines[i])); m != nil {
+		if m := markdown.IncludeComment.FindStringSubmatch(strings.TrimSpace(lines[i])); m != nil {
 			in, err := parseInclude(m[1])
 			switch {
 			case err != nil:
 				problems = append(problems, problem{file, i + 1, err.Error()})
-			case i+1 == len(lines) || openingFence(lines[i+1]) == nil:
+			case i+1 == len(lines) || markdown.OpeningFence(lines[i+1]) == nil:
 				problems = append(problems, problem{file, i + 1, "include is not immediately followed by a fenced block"})
 			default:
 				in.File, in.Line = file, i+1
@@ -243,7 +247,7 @@ func parseMarkdown(file string, lines []string) ([]block, []problem) {
 			}
 			continue
 		}
-		m := openingFence(lines[i])
+		m := markdown.OpeningFence(lines[i])
 		if m == nil {
 			continue
 		}
@@ -253,7 +257,7 @@ func parseMarkdown(file string, lines []string) ([]block, []problem) {
 			b.Lang = strings.ToLower(f[0])
 		}
 		for j := i + 1; j < len(lines); j++ {
-			if closesFence(lines[j], b.Fence) {
+			if markdown.ClosesFence(lines[j], b.Fence) {
 				b.Close = j
 				break
 			}
@@ -266,23 +270,6 @@ func parseMarkdown(file string, lines []string) ([]block, []problem) {
 		i = b.Close
 	}
 	return blocks, problems
-}
-
-// openingFence returns the indentation, fence and info string of a line
-// opening a fenced block, or nil.
-func openingFence(line string) []string {
-	m := fenceRE.FindStringSubmatch(line)
-	if m == nil || (m[2][0] == '`' && strings.Contains(m[3], "`")) {
-		return nil
-	}
-	return m
-}
-
-// closesFence reports whether line closes a block opened by fence: the same
-// character, at least as many times, and nothing else.
-func closesFence(line, fence string) bool {
-	t := strings.TrimSpace(line)
-	return strings.HasPrefix(t, fence) && strings.Trim(t, fence[:1]) == ""
 }
 
 // parseInclude parses the PATH#NAME of an include comment.
@@ -363,7 +350,7 @@ func processFile(root, rel string, src []byte, requireGo bool) fileResult {
 // fence.
 func fenceIn(text, fence string) bool {
 	for _, l := range strings.Split(text, "\n") {
-		if closesFence(l, fence) {
+		if markdown.ClosesFence(l, fence) {
 			return true
 		}
 	}

@@ -33,6 +33,14 @@ func TestExtractRegion(t *testing.T) {
 			want:   "a()\n\n\nb()\n",
 		},
 		{
+			name: "operators' markers are not quoted: a marker line goes, a marker at the end of a line is cut off",
+			path: "catalog.go",
+			src: "// region: ops\nvar ops = map[string]int{\n\t\"bank\": 1,\n\t\"shop\": 2, // +kooper:" + "operator=shop\n\t// +kooper:" + "operator-begin=cart\n\t\"cart\": 3,\n" +
+				"\t// +kooper:" + "operator-end=cart\n}\n// endregion: ops\n",
+			region: "ops",
+			want:   "var ops = map[string]int{\n\t\"bank\": 1,\n\t\"shop\": 2,\n\t\"cart\": 3,\n}\n",
+		},
+		{
 			name:   "blank lines at either end are dropped, so a marker can stay apart from a doc comment",
 			path:   "config.go",
 			src:    "// region: config\n\n// Config configures.\ntype Config struct{}\n\n// endregion: config\n",

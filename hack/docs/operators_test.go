@@ -90,9 +90,6 @@ func TestTheOperatorsHaveSummaries(t *testing.T) {
 	for _, p := range problems {
 		t.Errorf("%s", p)
 	}
-	if len(ops) < 2 {
-		t.Errorf("got operators %v, want at least the two samples", ops)
-	}
 	for _, op := range ops {
 		t.Logf("%s: %s", op.Name, op.Summary)
 	}

@@ -19,6 +19,11 @@ import (
 // deployPage is the page whose commands TestTheDeployPageCommandsRun runs.
 const deployPage = "docs/deploy.md"
 
+// pageOperator is the name the page's commands give the operator they act
+// on, for the reader to replace with one of theirs: the test runs them with
+// the repository's first operator.
+const pageOperator = "my-operator"
+
 // Every command in the code blocks of docs/deploy.md is run by a test: the
 // make targets of images here (with a go and a docker that only record
 // their calls, whose hack/image commands are then run in this process), the
@@ -28,6 +33,9 @@ func TestTheDeployPageCommandsRun(t *testing.T) {
 	commands := pageCommands(t, filepath.Join(root, deployPage))
 	if len(commands) == 0 {
 		t.Fatalf("no command in the sh blocks of %s", deployPage)
+	}
+	if operator == "" {
+		t.Fatal("no operator in operators/ (operators/<name>/cmd/<name>) to run the commands with")
 	}
 	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
@@ -43,7 +51,7 @@ func TestTheDeployPageCommandsRun(t *testing.T) {
 
 	for _, line := range commands {
 		t.Run(line, func(t *testing.T) {
-			args := strings.Fields(line)
+			args := strings.Fields(strings.ReplaceAll(line, pageOperator, operator))
 			vars, targets := makeArgs(args[1:])
 			if args[0] == "make" && !imageTargets && !slices.Equal(targets, []string{"deploy"}) {
 				t.Skip("the Makefile has no image targets yet")

@@ -7,7 +7,7 @@
 //
 //   - no base (scratch): the binary is static, and talks TLS only to the API
 //     server, whose CA comes from the ServiceAccount mount or the kubeconfig,
-//     and the pod-terminator's webhook serves its own certificate; so no CA
+//     and an operator's webhook serves its own certificate; so no CA
 //     bundle, no tzdata, no /etc/passwd, no shell;
 //   - one layer holding one file, the binary at /operator, mode 0755, owned by
 //     0:0 so that the process cannot rewrite it;
@@ -24,8 +24,8 @@
 // From hack/image (its own module: go-containerregistry stays out of the
 // library's go.mod),
 //
-//	go run . -binary ../../bin/pod-terminator -version v0.1.0 -out ../../bin/images/pod-terminator.tar
-//	go run . -binary ../../bin/pod-terminator -version v0.1.0 -push registry.example/pod-terminator:v0.1.0
+//	go run . -binary ../../bin/my-operator -version v0.1.0 -out ../../bin/images/my-operator.tar
+//	go run . -binary ../../bin/my-operator -version v0.1.0 -push registry.example/my-operator:v0.1.0
 //
 // -out writes a tarball in the format of `docker save`: `docker load -i`
 // loads it and `crane push` pushes it with the same digest. -push writes the
@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		out    = fl.String("out", "", "write the image to this tarball (docker load, crane push)")
 		pushTo = fl.String("push", "", "push the image to this reference (REPOSITORY[:TAG]) and print REPOSITORY@sha256:...")
 	)
-	fl.StringVar(&cfg.Binary, "binary", "", "the operator's static linux binary, e.g. bin/pod-terminator from make build (required)")
+	fl.StringVar(&cfg.Binary, "binary", "", "the operator's static linux binary, e.g. bin/<operator> from make build (required)")
 	fl.StringVar(&cfg.Name, "name", "", "the operator's name, the image's title; default the binary's file name")
 	fl.StringVar(&cfg.Version, "version", "dev", "the version the binary is stamped with (the image's version label)")
 	fl.StringVar(&cfg.Revision, "revision", "", "the commit the binary is built from (the image's revision label)")

@@ -21,9 +21,22 @@ const root = "../.."
 // images' version label.
 const testVersion = "v0.0.0-imagetest"
 
-// operator is the operator the tests package: built once per test process
-// by hack/build/build.sh, as make build builds it.
-const operator = "pod-terminator"
+// operator is the operator the tests package, the repository's first by
+// name: built once per test process by hack/build/build.sh, as make build
+// builds it.
+var operator = firstOperator()
+
+// firstOperator returns the first, by name, of the directories
+// operators/<name> with a command cmd/<name>, or "" if there is none.
+func firstOperator() string {
+	cmds, _ := filepath.Glob(filepath.Join(root, "operators", "*", "cmd", "*")) // sorted
+	for _, c := range cmds {
+		if name := filepath.Base(c); name == filepath.Base(filepath.Dir(filepath.Dir(c))) {
+			return name
+		}
+	}
+	return ""
+}
 
 var (
 	buildDir  string // removed by TestMain
@@ -43,12 +56,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// operatorBinary returns the path of the pod-terminator built for linux
-// (the host's architecture) with hack/build/build.sh and VERSION testVersion.
+// operatorBinary returns the path of the operator built for linux (the
+// host's architecture) with hack/build/build.sh and VERSION testVersion.
 func operatorBinary(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("builds the pod-terminator")
+		t.Skip("builds an operator")
+	}
+	if operator == "" {
+		t.Fatal("no operator in operators/ (operators/<name>/cmd/<name>) to build an image of")
 	}
 	bin := filepath.Join(buildDir, operator)
 	buildOnce.Do(func() {

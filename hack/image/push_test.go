@@ -80,7 +80,7 @@ func TestThePushedImageIsTheTarballsAndDeploys(t *testing.T) {
 		t.Errorf("crane push of the tarball: got digest %s (%v), want %s, -push's", d, err, ref.DigestStr())
 	}
 
-	// What make deploy OPERATOR=pod-terminator IMG=<pinned> applies.
+	// What make deploy OPERATOR=<operator> IMG=<pinned> applies.
 	checkRender(t, operator, pinned)
 }
 

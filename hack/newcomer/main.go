@@ -1,9 +1,10 @@
 // Command newcomer checks the README's set-up as a new user meets it: in a
 // fresh clone of this repository's HEAD, with empty Go caches in a new home
 // directory and a PATH that holds only Go, make, gcc and a shell's basics, it
-// runs `make run` until the first PodTerminator Event and types Ctrl-C, then
-// runs `make test`, and reports both commands' exit codes and times and
-// every test that skipped.
+// runs `make run` until the first sign of an operator at work (an Event of
+// a demo's object, such as a PodTerminator's, or a demo Ready) and types
+// Ctrl-C, then runs `make test`, and reports both commands' exit codes and
+// times and every test that skipped.
 //
 // `make newcomer` runs it. Cold, it compiles everything from nothing: more
 // than an hour on 2 cores. -home reuses a home directory, Go caches included,
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&o.home, "home", "", "the new user's home `directory`, holding its Go caches: empty or new for a cold run, an earlier run's for a warm one; kept (default: a new temporary directory)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the clone and the logs (they are kept anyway when a step fails)")
 	fs.StringVar(&o.steps, "steps", "run,test", "the `commands` to run, in order: run, test or both")
-	fs.DurationVar(&o.runTimeout, "run-timeout", 45*time.Minute, "the longest make run may take to show the first PodTerminator Event")
+	fs.DurationVar(&o.runTimeout, "run-timeout", 45*time.Minute, "the longest make run may take to show an operator at work")
 	fs.DurationVar(&o.testTimeout, "test-timeout", 150*time.Minute, "the longest make test may take")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -256,12 +257,14 @@ func lookPath(name, path string) string {
 	return ""
 }
 
-// eventPattern matches the line make run prints for each PodTerminator
-// Event: "[events] PodTerminator kooper-demo-victims: Terminated ...".
-var eventPattern = regexp.MustCompile(`^\[events\] PodTerminator \S+: `)
+// workPattern matches the lines make run prints when an operator is at
+// work: an Event of a demo's object ("[events] PodTerminator
+// kooper-demo-victims: Terminated ..."), a demo or an example Ready
+// ("==> Tenant demo is Ready: ...", "==> shop: the example ... is Ready").
+var workPattern = regexp.MustCompile(`^\[events\] \S+ \S+: |^==> .* is Ready\b`)
 
 // makeRun runs make run in a terminal of its own, as a user types it, until
-// the first PodTerminator Event, types Ctrl-C and waits for the end, then
+// the first sign of an operator at work, types Ctrl-C and waits for the end, then
 // looks for processes left behind.
 func (w *checker) makeRun(ctx context.Context, timeout time.Duration) error {
 	logPath := filepath.Join(w.tmp, "make-run.log")
@@ -297,7 +300,7 @@ func (w *checker) makeRun(ctx context.Context, timeout time.Duration) error {
 			line := strings.TrimRight(sc.Text(), "\r")
 			fmt.Fprintln(log, line)
 			fmt.Fprintf(w.out, "  make run %s | %s\n", clock(time.Since(began)), line)
-			if eventPattern.MatchString(line) {
+			if workPattern.MatchString(line) {
 				select {
 				case event <- line:
 				default:
@@ -312,14 +315,14 @@ func (w *checker) makeRun(ctx context.Context, timeout time.Duration) error {
 	select {
 	case line := <-event:
 		took := time.Since(began)
-		w.note("make run: first PodTerminator Event after %s: %s", round(took), line)
+		w.note("make run: an operator at work after %s: %s", round(took), line)
 	case err := <-exited:
-		w.note("make run: ended after %s without a PodTerminator Event: %s", round(time.Since(began)), status(err))
+		w.note("make run: ended after %s without an operator at work: %s", round(time.Since(began)), status(err))
 		<-copied
-		return fmt.Errorf("ended without a PodTerminator Event: %s (log: %s)", status(err), logPath)
+		return fmt.Errorf("ended without an operator at work: %s (log: %s)", status(err), logPath)
 	case <-time.After(timeout):
-		result = fmt.Errorf("no PodTerminator Event within %s (log: %s)", timeout, logPath)
-		w.note("make run: no PodTerminator Event within %s", timeout)
+		result = fmt.Errorf("no operator at work within %s (log: %s)", timeout, logPath)
+		w.note("make run: no operator at work within %s", timeout)
 	case <-ctx.Done():
 		result = ctx.Err()
 	}

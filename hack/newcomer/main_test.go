@@ -100,20 +100,23 @@ func TestSkipped(t *testing.T) {
 	}
 }
 
-// The first PodTerminator Event is told from make run's other lines as it
-// prints them.
-func TestEventPattern(t *testing.T) {
+// The first sign of an operator at work is told from make run's other
+// lines as it prints them.
+func TestWorkPattern(t *testing.T) {
 	tests := []struct {
 		line string
 		want bool
 	}{
 		{line: "[events] PodTerminator kooper-demo-victims: Terminated terminated 1 of 4 live pods (40%, minimum 3): kooper-demo/victim-7c745c7997-mkzsn", want: true},
+		{line: "==> Tenant demo is Ready: Namespace tenant-demo, ResourceQuota tenant-quota", want: true},
+		{line: "==> shop: the example operators/shop/example.yaml is Ready", want: true},
 		{line: "==> created PodTerminator kooper-demo-victims: every 5s, 40% of kooper-demo's app=victim pods, never fewer than 3 left"},
+		{line: "==> operators/shop/example.yaml is not Ready after 60s: see [shop] above"},
 		{line: "[pod-logger] pod kooper-demo/victim-7c745c7997-r7vz9 is Running"},
 	}
 	for _, tt := range tests {
-		if got := eventPattern.MatchString(tt.line); got != tt.want {
-			t.Errorf("eventPattern.MatchString(%q) = %v, want %v", tt.line, got, tt.want)
+		if got := workPattern.MatchString(tt.line); got != tt.want {
+			t.Errorf("workPattern.MatchString(%q) = %v, want %v", tt.line, got, tt.want)
 		}
 	}
 }

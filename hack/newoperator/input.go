@@ -334,7 +334,7 @@ func andList(items []string) string {
 // manifests tests.
 func (o operator) todos() []string {
 	return []string{
-		fmt.Sprintf("apis/README.md, manifests/README.md and manifests/rbac/README.md describe each API group and operator: add %s (%s)", o.Name, o.Group),
+		fmt.Sprintf("apis/README.md, manifests/README.md and manifests/rbac/README.md describe each API group and operator: add %s (%s), marking each of those lines with <!-- +kooper:operator=%s --> at its end, so that make remove-operator takes them along (docs/template.md)", o.Name, o.Group, o.Name),
 		"CHANGELOG.md: a line under Unreleased",
 	}
 }

@@ -1,5 +1,5 @@
 // Command newoperator scaffolds a complete operator in this repository's own
-// shape, next to operators/pod-terminator and operators/multi-resource:
+// shape, next to the operators of operators/:
 //
 //	go run ./hack/newoperator -name web-demo -group webapps.example.com \
 //		-kind WebApp -scope Namespaced -owns ConfigMap,Deployment

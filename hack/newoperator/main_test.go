@@ -7,15 +7,33 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kooperkit/kooper/hack/newoperator/internal/worktree"
+	"github.com/kooperkit/kooper/hack/internal/worktree"
 )
+
+// existing is what TestRefusals adds to its copy of the repository for
+// "already exists" to find, whatever operators and APIs the repository has:
+// an operator shop and an API group shopping.example.org with a kind Order.
+var existing = map[string]string{
+	"operators/shop/cmd/shop/main.go": "package main\n",
+	"apis/shopping/v1alpha1/doc.go":   "// +groupName=shopping.example.org\npackage v1alpha1\n",
+	"apis/shopping/v1alpha1/types.go": "package v1alpha1\n\n// +genclient\ntype Order struct{}\n",
+}
 
 // Every input the generator cannot act on is refused with a message saying
 // why, exit status 2, and the repository left byte for byte as it was. The
-// cases run against one copy of this repository, whose own operators and
-// APIs are what "already exists" finds.
+// cases run against one copy of this repository, with an operator and an
+// API of its own (existing) for "already exists" to find.
 func TestRefusals(t *testing.T) {
 	root := worktree.Copy(t)
+	for name, content := range existing {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	before := worktree.Sum(t, root)
 	valid := map[string]string{"-name": "web-demo", "-group": "webapps.example.com", "-kind": "WebApp", "-scope": "Namespaced", "-owns": "ConfigMap"}
 	tests := []struct {
@@ -29,7 +47,7 @@ func TestRefusals(t *testing.T) {
 		{name: "a name with a dot", set: map[string]string{"-name": "web.demo"}, want: []string{`-name "web.demo" is not a valid operator name`}},
 		{name: "a name too long for its children's namespace", set: map[string]string{"-name": strings.Repeat("a", 48)}, want: []string{"is not a valid operator name: want a DNS label of at most 47 characters"}},
 		{name: "a name that is another's children's namespace", set: map[string]string{"-name": "web-children"}, want: []string{`-name "web-children" ends in -children: its namespace kooper-web-children would be the children's namespace of an operator named web`}},
-		{name: "an existing operator", set: map[string]string{"-name": "multi-resource"}, want: []string{`-name "multi-resource": operators/multi-resource already exists`}},
+		{name: "an existing operator", set: map[string]string{"-name": "shop"}, want: []string{`-name "shop": operators/shop already exists`}},
 		{name: "a name whose manifests exist", set: map[string]string{"-name": "crds"}, want: []string{`-name "crds": manifests/crds already exists`}},
 		{name: "the name of an example", set: map[string]string{"-name": "pod-logger"}, want: []string{`-name "pod-logger": examples/pod-logger already exists, and make build would write both to bin/pod-logger`}},
 		{name: "no group", set: map[string]string{"-group": ""}, want: []string{"-group is required"}},
@@ -37,15 +55,15 @@ func TestRefusals(t *testing.T) {
 		{name: "a group with capitals", set: map[string]string{"-group": "WebApps.example.com"}, want: []string{`-group "WebApps.example.com" is not a valid API group`}},
 		{name: "a group whose first label is no Go name", set: map[string]string{"-group": "web-apps.example.com"}, want: []string{`-group "web-apps.example.com": its first label "web-apps" must be lowercase letters and digits`}},
 		{name: "a group of Kubernetes", set: map[string]string{"-group": "webapps.k8s.io"}, want: []string{`-group "webapps.k8s.io": groups under k8s.io and kubernetes.io are reserved`}},
-		{name: "an existing group", set: map[string]string{"-group": "tenancy.kooperkit.io"}, want: []string{`-group "tenancy.kooperkit.io": apis/tenancy already exists`, `-group "tenancy.kooperkit.io" already exists in apis/tenancy/v1alpha1`}},
-		{name: "a group whose directory exists", set: map[string]string{"-group": "chaos.example.com"}, want: []string{`-group "chaos.example.com": apis/chaos already exists`}},
+		{name: "an existing group", set: map[string]string{"-group": "shopping.example.org"}, want: []string{`-group "shopping.example.org": apis/shopping already exists`, `-group "shopping.example.org" already exists in apis/shopping/v1alpha1`}},
+		{name: "a group whose directory exists", set: map[string]string{"-group": "shopping.example.com"}, want: []string{`-group "shopping.example.com": apis/shopping already exists`}},
 		{name: "no kind", set: map[string]string{"-kind": ""}, want: []string{"-kind is required"}},
 		{name: "a lowercase kind", set: map[string]string{"-kind": "webApp"}, want: []string{`-kind "webApp" is not UpperCamelCase`}},
 		{name: "a kind in capitals", set: map[string]string{"-kind": "WEBAPP"}, want: []string{`-kind "WEBAPP" is not UpperCamelCase`}},
 		{name: "a kind with an underscore", set: map[string]string{"-kind": "Web_App"}, want: []string{`-kind "Web_App" is not UpperCamelCase`}},
 		{name: "a kind ending in List", set: map[string]string{"-kind": "WebAppList"}, want: []string{`-kind "WebAppList" ends in List`}},
 		{name: "a kind colliding with the API package", set: map[string]string{"-kind": "Resource"}, want: []string{`-kind "Resource" collides with a name the API package`}},
-		{name: "an existing kind", set: map[string]string{"-kind": "Tenant"}, want: []string{`-kind "Tenant" already exists in apis/tenancy/v1alpha1`}},
+		{name: "an existing kind", set: map[string]string{"-kind": "Order"}, want: []string{`-kind "Order" already exists in apis/shopping/v1alpha1`}},
 		{name: "a built-in kind", set: map[string]string{"-kind": "Deployment"}, want: []string{`-kind "Deployment" is a built-in Kubernetes kind`}},
 		{name: "a kind too long for its resource", set: map[string]string{"-kind": "W" + strings.Repeat("x", 63)}, want: []string{"is too long: its resource"}},
 		{name: "no scope", set: map[string]string{"-scope": ""}, want: []string{"-scope is required: Cluster or Namespaced"}},
@@ -56,8 +74,8 @@ func TestRefusals(t *testing.T) {
 		{name: "a RoleBinding without its Role", set: map[string]string{"-owns": "RoleBinding"}, want: []string{"-owns: RoleBinding binds the Role of the same name"}},
 		{
 			name: "every problem at once",
-			set:  map[string]string{"-name": "multi-resource", "-group": "nodot", "-kind": "lower", "-scope": "Both", "-owns": "Pod"},
-			want: []string{`-name "multi-resource": operators/multi-resource already exists`, `-group "nodot" is not a valid API group`, `-kind "lower" is not UpperCamelCase`, `-scope "Both" is neither`, `-owns: unknown kind "Pod"`},
+			set:  map[string]string{"-name": "shop", "-group": "nodot", "-kind": "lower", "-scope": "Both", "-owns": "Pod"},
+			want: []string{`-name "shop": operators/shop already exists`, `-group "nodot" is not a valid API group`, `-kind "lower" is not UpperCamelCase`, `-scope "Both" is neither`, `-owns: unknown kind "Pod"`},
 		},
 	}
 	for _, tt := range tests {

@@ -95,8 +95,14 @@ func TestCtrlCEndsMakeRunQuietly(t *testing.T) {
 					t.Errorf("the output says %q:\n%s", bad, got)
 				}
 			}
-			if !strings.Contains(got, "deleted PodTerminator "+demoTerminator) {
-				t.Errorf("the demo PodTerminator was not removed:\n%s", got)
+			progs, err := programs(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range demoNames(progs) {
+				if !strings.Contains(got, "removed the demo of "+name) {
+					t.Errorf("the demo of %s was not removed:\n%s", name, got)
+				}
 			}
 			noLeftovers(t, got)
 		})

@@ -1,7 +1,8 @@
 // Command run is `make run`: it starts a local control plane (or uses the
 // cluster of an explicit -kubeconfig), installs the CRDs and RBAC from
-// manifests/, starts the sample programs against it, creates example
-// resources and streams what the programs do, until Ctrl-C.
+// manifests/, starts the example programs and every operator against it,
+// creates a workload, each operator's demo (demo.go) or its example.yaml,
+// and streams what the programs do, until Ctrl-C.
 //
 // It never picks up an exported KUBECONFIG: the demo deletes pods, so
 // pointing it at a real cluster takes the -kubeconfig flag.
@@ -24,31 +25,19 @@ import (
 	"syscall"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/hack/internal/terminal"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
-// samples are the sample programs `make run` starts, built into bin/ by
+// examplePrograms are the example programs `make run` starts, built into bin/ by
 // `make build`, with their own flags. Each gets -kubeconfig; its output is
 // prefixed with its name.
-var samples = []program{
+var examplePrograms = []program{
 	{name: "pod-logger", args: []string{"-metrics-addr", "127.0.0.1:8180"}},
-	// One replica: no leader election. The webhook needs a Service or a URL
-	// the API server can reach over TLS; the tests cover it, the demo skips it.
-	{name: "pod-terminator", args: []string{"-http-addr", "127.0.0.1:8081", "-leader-elect=false", "-webhook-addr=", "-namespace", "kooper-pod-terminator"}},
-	{name: "multi-resource", args: []string{"-http-addr", "127.0.0.1:8082", "-leader-elect=false"}},
 	// Three replicas of one sharded controller: each prints the pods of
 	// its slots only (docs/tutorial-sharding.md).
 	{name: "pod-sharding-1", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-1", "-metrics-addr", "127.0.0.1:8181"}},
@@ -56,19 +45,25 @@ var samples = []program{
 	{name: "pod-sharding-3", bin: "pod-sharding", args: []string{"-identity", "pod-sharding-3", "-metrics-addr", "127.0.0.1:8183"}},
 }
 
-// programs returns what make run starts: the samples, then every other
-// operator of the repository (operators/<name>/cmd/<name>, such as one
-// written by make new-operator), each on the next port from 8083, with the
-// flags every scaffolded operator has.
+// firstFreePort is the port of the first operator without a demo of its
+// own; each next one gets the next port.
+const firstFreePort = 8083
+
+// programs returns what make run starts: the example programs, then every operator
+// of the repository (operators/<name>/cmd/<name>): with its demo's port and
+// flags if it has one (demos), else, such as one written by make
+// new-operator, each on the next port from firstFreePort, with the flags
+// every scaffolded operator has and its example.yaml.
 func programs(root string) ([]program, error) {
 	ops, err := operators(root)
 	if err != nil {
 		return nil, err
 	}
-	progs := slices.Clone(samples)
-	port := 8083
+	progs := slices.Clone(examplePrograms)
+	port := firstFreePort
 	for _, name := range ops {
-		if slices.ContainsFunc(samples, func(p program) bool { return p.name == name }) {
+		if d, ok := demos[name]; ok {
+			progs = append(progs, program{name: name, args: append([]string{"-http-addr", fmt.Sprintf("127.0.0.1:%d", d.port)}, d.args...)})
 			continue
 		}
 		progs = append(progs, program{
@@ -219,18 +214,42 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		wg.Go(func() { _ = cmd.Wait() })
 	}
 
-	chaosClient, err := versioned.NewForConfig(cfg)
+	kooper, err := versioned.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("could not create a client: %w", err)
 	}
+	c := demoClients{kube: client, kooper: kooper}
+	names := demoNames(progs)
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
-	wg.Go(func() { showTerminations(watchCtx, client, prefixed(out, "events")) })
-	// Remove the demo PodTerminator while its operator still runs to take
-	// its finalizer off: an existing cluster is left as it was found.
-	defer removeDemo(chaosClient, say)
-	if err := demo(ctx, client, chaosClient, say); err != nil && ctx.Err() == nil {
+	for _, name := range names {
+		for _, kind := range demos[name].kinds {
+			wg.Go(func() { showEvents(watchCtx, client, kind, prefixed(out, "events")) })
+		}
+	}
+	// Remove the demos' objects while their operators still run to take
+	// their finalizers off: an existing cluster is left as it was found.
+	defer func() {
+		for _, name := range names {
+			stopCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := demos[name].stop(stopCtx, c); err != nil {
+				say("%s: %v", name, err)
+			} else {
+				say("removed the demo of %s", name)
+			}
+			cancel()
+		}
+	}()
+	if err := workload(ctx, client, say); err != nil && ctx.Err() == nil {
 		return err
+	}
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		if err := demos[name].start(ctx, c, say); err != nil && ctx.Err() == nil {
+			return fmt.Errorf("the demo of %s: %w", name, err)
+		}
 	}
 	kc := kubectlCmd{bin: kubectl, kubeconfig: path, out: prefixed(out, "kubectl")}
 	// The examples are removed on the way out, while their operators still
@@ -263,154 +282,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 		say("%s: the example %s is Ready", p.name, p.example)
 	}
-	say("try: KUBECONFIG=%s %s get podterminators,pods -A", path, kubectl)
+	resources := []string{}
+	for _, name := range names {
+		resources = append(resources, demos[name].resources...)
+	}
+	say("try: KUBECONFIG=%s %s get %s -A", path, kubectl, strings.Join(append(resources, "pods"), ","))
 	say("Ctrl-C stops everything")
 	<-ctx.Done()
 	return nil
-}
-
-// demoTerminator is the PodTerminator the demo creates.
-const demoTerminator = "kooper-demo-victims"
-
-// demo creates a Deployment of pods that the sample programs act on, scales
-// it up after a while so there is something to see, and has the
-// pod-terminator terminate some of its pods every few seconds.
-func demo(ctx context.Context, client kubernetes.Interface, chaosClient versioned.Interface, say func(string, ...any)) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kooper-demo"}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("could not create the demo namespace: %w", err)
-	}
-	labels := map[string]string{"app": "victim"}
-	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "victim", Namespace: ns.Name, Labels: labels},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](3),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}}},
-			},
-		},
-	}
-	if _, err := client.AppsV1().Deployments(ns.Name).Create(ctx, deploy, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("could not create the demo Deployment: %w", err)
-	}
-	say("created Deployment kooper-demo/victim with 3 replicas (kwok runs its pods)")
-	select {
-	case <-ctx.Done():
-		return nil
-	case <-time.After(5 * time.Second):
-	}
-	scale, err := client.AppsV1().Deployments(ns.Name).GetScale(ctx, "victim", metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("could not read the demo scale: %w", err)
-	}
-	scale.Spec.Replicas = 5
-	if _, err := client.AppsV1().Deployments(ns.Name).UpdateScale(ctx, "victim", scale, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("could not scale the demo Deployment: %w", err)
-	}
-	say("scaled kooper-demo/victim to 5 replicas")
-
-	pt := &chaosv1alpha1.PodTerminator{
-		ObjectMeta: metav1.ObjectMeta{Name: demoTerminator},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: labels},
-			Namespaces:         []string{ns.Name},
-			PeriodSeconds:      ptr.To[int32](5),
-			TerminationPercent: 40,
-			MinimumInstances:   ptr.To[int32](3),
-		},
-	}
-	if _, err := chaosClient.ChaosV1alpha1().PodTerminators().Create(ctx, pt, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("could not create the demo PodTerminator: %w", err)
-	}
-	say("created PodTerminator %s: every 5s, 40%% of kooper-demo's app=victim pods, never fewer than 3 left", demoTerminator)
-
-	tn := &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: demoTenant},
-		Spec: tenancyv1alpha1.TenantSpec{
-			Admins:           []tenancyv1alpha1.Admin{{Kind: "User", Name: "alice"}, {Kind: "Group", Name: "demo-devs"}},
-			NetworkIsolation: true,
-		},
-	}
-	if _, err := chaosClient.TenancyV1alpha1().Tenants().Create(ctx, tn, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("could not create the demo Tenant: %w", err)
-	}
-	say("created Tenant %s: the multi-resource operator makes namespace tenant-%s with a quota, limits, a RoleBinding and a NetworkPolicy", demoTenant, demoTenant)
-	return showTenant(ctx, chaosClient, say)
-}
-
-// demoTenant is the Tenant the demo creates.
-const demoTenant = "demo"
-
-// showTenant waits until the demo Tenant is Ready and prints its children.
-func showTenant(ctx context.Context, client versioned.Interface, say func(string, ...any)) error {
-	for {
-		tn, err := client.TenancyV1alpha1().Tenants().Get(ctx, demoTenant, metav1.GetOptions{})
-		if err != nil {
-			return fmt.Errorf("could not read the demo Tenant: %w", err)
-		}
-		for _, c := range tn.Status.Conditions {
-			if c.Type == tenancyv1alpha1.ConditionReady && c.Status == metav1.ConditionTrue && c.ObservedGeneration == tn.Generation {
-				var names []string
-				for _, ch := range tn.Status.Children {
-					names = append(names, ch.Kind+" "+ch.Name)
-				}
-				say("Tenant %s is Ready: %s", demoTenant, strings.Join(names, ", "))
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
-// removeDemo deletes the demo PodTerminator and waits until its operator has
-// removed the finalizer.
-func removeDemo(chaosClient versioned.Interface, say func(string, ...any)) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pts := chaosClient.ChaosV1alpha1().PodTerminators()
-	// The Tenant has no finalizer: the garbage collector deletes its
-	// namespace after it, with or without the operator.
-	_ = chaosClient.TenancyV1alpha1().Tenants().Delete(ctx, demoTenant, metav1.DeleteOptions{})
-	if err := pts.Delete(ctx, demoTerminator, metav1.DeleteOptions{}); err != nil {
-		return // never created, or the cluster is gone
-	}
-	for ctx.Err() == nil {
-		if _, err := pts.Get(ctx, demoTerminator, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			say("deleted PodTerminator %s", demoTerminator)
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	say("PodTerminator %s is still there: is the pod-terminator running?", demoTerminator)
-}
-
-// showTerminations prints the Events the pod-terminator records, until ctx
-// is done.
-func showTerminations(ctx context.Context, client kubernetes.Interface, out io.Writer) {
-	w, err := client.CoreV1().Events(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{FieldSelector: "involvedObject.kind=PodTerminator"})
-	if err != nil {
-		return
-	}
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case ev, ok := <-w.ResultChan():
-			if !ok {
-				return
-			}
-			if e, isEvent := ev.Object.(*corev1.Event); isEvent && ev.Type != watch.Deleted {
-				fmt.Fprintf(out, "PodTerminator %s: %s %s\n", e.InvolvedObject.Name, e.Reason, e.Message)
-			}
-		}
-	}
 }
 
 // kubectlCmd runs kubectl on one cluster, its output to out.

@@ -9,29 +9,34 @@ import (
 	"testing"
 	"time"
 
-	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	typedappsv1 "k8s.io/client-go/kubernetes/typed/apps/v1"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/ptr"
 
-	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
-// make deploy installs each operator with its image; make undeploy removes
-// one operator, its custom resources first, while its Deployment still runs
-// to remove their finalizers, then the operator with its own namespace, then
-// its CRDs, and leaves the other operator, its CRDs and its namespace alone;
+// make deploy installs each operator with its image, and everything it
+// renders, inside its namespace and out; make undeploy removes one
+// operator, its custom resources first, while its Deployment still runs to
+// remove their finalizers, then everything it rendered, its own namespace
+// included, then its CRDs, and leaves the other operators alone;
 // undeploying again is harmless.
 //
 // It runs on a cluster of its own, with the controller manager: ReplicaSets
 // make the pods (so Pod Security admission checks real pods), and the
-// namespace controller deletes namespaces. No node runs the pods, so the test
-// plays the operator's part: it removes a finalizer from a Tenant. (The
-// pod-terminator is the operator with a finalizer, but a PodTerminator cannot
-// be created while its webhook has no running replica to answer.)
+// namespace controller deletes namespaces. No node runs the pods, so the
+// test plays the operator's part: it removes a finalizer from a custom
+// resource of the operator it undeploys first, the first whose deployable
+// has a customResource. (An operator with a webhook cannot be given one
+// while no replica of it answers the webhook.)
 func TestMakeDeployAndUndeploy(t *testing.T) {
 	kubectlBin := kubectlPath(t)
 	if _, err := exec.LookPath("make"); err != nil {
@@ -44,10 +49,8 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Stop() })
 	kube := kubernetes.NewForConfigOrDie(c.Config())
-	crds := apiextensions.NewForConfigOrDie(c.Config()).ApiextensionsV1().CustomResourceDefinitions()
-	tenants := versioned.NewForConfigOrDie(c.Config()).TenancyV1alpha1().Tenants()
-	deployments := func(op string) typedappsv1.DeploymentInterface { return kube.AppsV1().Deployments(namespaceOf(op)) }
-	policies := kube.AdmissionregistrationV1().ValidatingAdmissionPolicies()
+	dyn := dynamic.NewForConfigOrDie(c.Config())
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(kube.Discovery()))
 
 	runMake := func(args ...string) string {
 		t.Helper()
@@ -62,157 +65,141 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		t.Logf("make %s:\n%s", strings.Join(args, " "), out)
 		return string(out)
 	}
+	// get reads the object o names from the cluster.
+	get := func(o *unstructured.Unstructured) error {
+		gvk := o.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return err
+		}
+		var r dynamic.ResourceInterface = dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			r = dyn.Resource(m.Resource).Namespace(o.GetNamespace())
+		}
+		got, err := r.Get(ctx, o.GetName(), metav1.GetOptions{})
+		if err == nil && got.GetDeletionTimestamp() != nil {
+			return fmt.Errorf("%s %s is being deleted", o.GetKind(), o.GetName())
+		}
+		return err
+	}
 
-	runMake("deploy", "OPERATOR=pod-terminator")
-	runMake("deploy", "OPERATOR=multi-resource", "IMG=registry.example/team/multi-resource:v1")
-	for name, image := range map[string]string{
-		"pod-terminator": "ghcr.io/kooperkit/pod-terminator:v0.0.0-deploytest", // IMAGE_REGISTRY/<operator>:VERSION
-		"multi-resource": "registry.example/team/multi-resource:v1",
-	} {
-		d, err := deployments(name).Get(ctx, name, metav1.GetOptions{})
+	// The first operator with the image IMAGE_REGISTRY/<operator>:VERSION,
+	// the others with an IMG each.
+	rendered := map[string][]*unstructured.Unstructured{}
+	for i, op := range operators {
+		image := "ghcr.io/kooperkit/" + op.name + ":v0.0.0-deploytest"
+		if i == 0 {
+			runMake("deploy", "OPERATOR="+op.name)
+		} else {
+			image = "registry.example/team/" + op.name + ":v1"
+			runMake("deploy", "OPERATOR="+op.name, "IMG="+image)
+		}
+		rendered[op.name] = objects(t, render(t, op.name, image))
+		var dep appsv1.Deployment
+		only(t, rendered[op.name], "Deployment", &dep)
+		d, err := kube.AppsV1().Deployments(namespaceOf(op.name)).Get(ctx, op.name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := d.Spec.Template.Spec.Containers[0].Image; got != image {
-			t.Errorf("%s: got image %s, want %s", name, got, image)
+			t.Errorf("%s: got image %s, want %s", op.name, got, image)
 		}
-		eventually(t, 60*time.Second, name+"'s ReplicaSet makes 2 pods that Pod Security admission accepts", func() error {
-			pods, err := kube.CoreV1().Pods(namespaceOf(name)).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + name})
+		replicas := int(ptr.Deref(dep.Spec.Replicas, 1))
+		eventually(t, 60*time.Second, fmt.Sprintf("%s's ReplicaSet makes %d pods that Pod Security admission accepts", op.name, replicas), func() error {
+			pods, err := kube.CoreV1().Pods(namespaceOf(op.name)).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + op.name})
 			if err != nil {
 				return err
 			}
-			if len(pods.Items) != 2 {
+			if len(pods.Items) != replicas {
 				return fmt.Errorf("got %d pods", len(pods.Items))
 			}
 			return nil
 		})
 	}
-
-	// What lies outside the operators' namespaces is installed too.
-	for _, name := range []string{"kooper-pod-terminator-ca-bundle-only", "kooper-pod-terminator-protected-pods", "kooper-pod-terminator-webhook-secret",
-		"kooper-multi-resource-tenant-namespaces", "kooper-multi-resource-admin-bindings"} {
-		if _, err := policies.Get(ctx, name, metav1.GetOptions{}); err != nil {
-			t.Errorf("policy %s: %v", name, err)
-		}
-	}
-	if _, err := kube.RbacV1().RoleBindings("default").Get(ctx, "kooper-pod-terminator-events", metav1.GetOptions{}); err != nil {
-		t.Errorf("the pod-terminator's events RoleBinding in default: %v", err)
-	}
-	for _, name := range []string{"pod-terminator", "multi-resource"} {
-		for _, binding := range []string{"kooper-" + name + "-auth-delegator", "kooper-" + name + "-metrics-reader"} {
-			if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, binding, metav1.GetOptions{}); err != nil {
-				t.Errorf("ClusterRoleBinding %s: %v", binding, err)
+	installed := func(op string) {
+		t.Helper()
+		for _, o := range rendered[op] {
+			if err := get(o); err != nil {
+				t.Errorf("%s: %s %s: %v, want it installed", op, o.GetKind(), o.GetName(), err)
 			}
 		}
-		if _, err := kube.PolicyV1().PodDisruptionBudgets(namespaceOf(name)).Get(ctx, name, metav1.GetOptions{}); err != nil {
-			t.Errorf("the %s PodDisruptionBudget: %v", name, err)
+	}
+	removed := func(op string) {
+		t.Helper()
+		for _, o := range rendered[op] {
+			if err := get(o); !apierrors.IsNotFound(err) {
+				t.Errorf("%s: %s %s: got %v, want it gone", op, o.GetKind(), o.GetName(), err)
+			}
 		}
 	}
+	for _, op := range operators {
+		installed(op.name)
+	}
 
-	// A Tenant with a finalizer that only a running operator would remove.
-	const finalizer = "manifests.kooperkit.io/test"
-	_, err = tenants.Create(ctx, &tenancyv1alpha1.Tenant{
-		ObjectMeta: metav1.ObjectMeta{Name: "undeploy", Finalizers: []string{finalizer}},
-		Spec:       tenancyv1alpha1.TenantSpec{Admins: []tenancyv1alpha1.Admin{{Kind: "User", Name: "alice"}}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
+	first := operators[0]
+	for _, op := range operators {
+		if op.customResource != nil {
+			first = op
+			break
+		}
 	}
 	finalized := make(chan error, 1)
-	go func() {
-		finalized <- func() error {
-			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-				tenant, err := tenants.Get(ctx, "undeploy", metav1.GetOptions{})
-				if err != nil {
-					return fmt.Errorf("could not get the Tenant: %w", err)
+	if first.customResource == nil {
+		finalized <- nil
+		t.Logf("no operator's deployable has a customResource: make undeploy of %s deletes no custom resource", first.name)
+	} else {
+		// A custom resource with a finalizer that only a running operator
+		// would remove.
+		const finalizer = "manifests.kooperkit.io/test"
+		gvr, obj := first.customResource()
+		obj.SetName("undeploy")
+		obj.SetFinalizers([]string{finalizer})
+		resources := dyn.Resource(gvr)
+		if _, err := resources.Create(ctx, obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			finalized <- func() error {
+				for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+					cr, err := resources.Get(ctx, "undeploy", metav1.GetOptions{})
+					if err != nil {
+						return fmt.Errorf("could not get the %s: %w", obj.GetKind(), err)
+					}
+					if cr.GetDeletionTimestamp() == nil {
+						continue
+					}
+					if _, err := kube.AppsV1().Deployments(namespaceOf(first.name)).Get(ctx, first.name, metav1.GetOptions{}); err != nil {
+						return fmt.Errorf("the %s is being deleted but the operator's Deployment is not there to finalize it: %w", obj.GetKind(), err)
+					}
+					cr.SetFinalizers(nil)
+					if _, err := resources.Update(ctx, cr, metav1.UpdateOptions{}); err != nil {
+						return fmt.Errorf("could not remove the finalizer: %w", err)
+					}
+					return nil
 				}
-				if tenant.DeletionTimestamp == nil {
-					continue
-				}
-				if _, err := deployments("multi-resource").Get(ctx, "multi-resource", metav1.GetOptions{}); err != nil {
-					return fmt.Errorf("the Tenant is being deleted but the operator's Deployment is not there to finalize it: %w", err)
-				}
-				tenant.Finalizers = nil
-				if _, err := tenants.Update(ctx, tenant, metav1.UpdateOptions{}); err != nil {
-					return fmt.Errorf("could not remove the finalizer: %w", err)
-				}
-				return nil
-			}
-			return fmt.Errorf("the Tenant was not deleted within 60s")
+				return fmt.Errorf("the %s was not deleted within 60s", obj.GetKind())
+			}()
 		}()
-	}()
+	}
 
-	runMake("undeploy", "OPERATOR=multi-resource")
+	// make undeploy waits for the namespace controller to empty and delete
+	// the operator's namespace.
+	runMake("undeploy", "OPERATOR="+first.name)
 	if err := <-finalized; err != nil {
 		t.Fatal(err)
 	}
-	gone := func(what string, err error) {
-		t.Helper()
-		if !apierrors.IsNotFound(err) {
-			t.Errorf("%s: got %v, want it gone", what, err)
+	removed(first.name)
+	for _, op := range operators {
+		if op.name != first.name {
+			installed(op.name)
 		}
 	}
-	// make undeploy waits for the namespace controller to empty and delete
-	// the operator's namespace.
-	namespaceGone := func(op string) {
-		t.Helper()
-		ns, err := kube.CoreV1().Namespaces().Get(ctx, namespaceOf(op), metav1.GetOptions{})
-		if err == nil {
-			err = fmt.Errorf("namespace %s is %s", ns.Name, ns.Status.Phase)
+	for _, op := range operators {
+		if op.name != first.name {
+			runMake("undeploy", "OPERATOR="+op.name)
+			removed(op.name)
 		}
-		gone("the "+op+" namespace", err)
-	}
-	_, err = crds.Get(ctx, "tenants.tenancy.kooperkit.io", metav1.GetOptions{})
-	gone("the Tenant CRD", err)
-	_, err = deployments("multi-resource").Get(ctx, "multi-resource", metav1.GetOptions{})
-	gone("the multi-resource Deployment", err)
-	_, err = kube.RbacV1().ClusterRoles().Get(ctx, "kooper-multi-resource", metav1.GetOptions{})
-	gone("the multi-resource ClusterRole", err)
-	for _, name := range []string{"kooper-multi-resource-tenant-namespaces", "kooper-multi-resource-admin-bindings"} {
-		_, err = policies.Get(ctx, name, metav1.GetOptions{})
-		gone("the multi-resource policy "+name, err)
-		_, err = kube.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(ctx, name, metav1.GetOptions{})
-		gone("the multi-resource policy binding "+name, err)
-	}
-	_, err = kube.NetworkingV1().NetworkPolicies(namespaceOf("multi-resource")).Get(ctx, "multi-resource", metav1.GetOptions{})
-	gone("the multi-resource NetworkPolicy", err)
-	_, err = kube.PolicyV1().PodDisruptionBudgets(namespaceOf("multi-resource")).Get(ctx, "multi-resource", metav1.GetOptions{})
-	gone("the multi-resource PodDisruptionBudget", err)
-	namespaceGone("multi-resource")
-	_, err = kube.RbacV1().ClusterRoles().Get(ctx, "kooper-multi-resource-metrics-reader", metav1.GetOptions{})
-	gone("the multi-resource metrics-reader ClusterRole", err)
-	for _, binding := range []string{"kooper-multi-resource-auth-delegator", "kooper-multi-resource-metrics-reader"} {
-		_, err = kube.RbacV1().ClusterRoleBindings().Get(ctx, binding, metav1.GetOptions{})
-		gone("the multi-resource ClusterRoleBinding "+binding, err)
-	}
-	if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "kooper-pod-terminator-auth-delegator", metav1.GetOptions{}); err != nil {
-		t.Errorf("the pod-terminator's auth-delegator binding: %v, want it kept", err)
-	}
-	if _, err := policies.Get(ctx, "kooper-pod-terminator-ca-bundle-only", metav1.GetOptions{}); err != nil {
-		t.Errorf("the pod-terminator's policy: %v, want it kept", err)
-	}
-	if _, err := crds.Get(ctx, "podterminators.chaos.kooperkit.io", metav1.GetOptions{}); err != nil {
-		t.Errorf("the PodTerminator CRD: %v, want it kept", err)
-	}
-	if _, err := deployments("pod-terminator").Get(ctx, "pod-terminator", metav1.GetOptions{}); err != nil {
-		t.Errorf("the pod-terminator Deployment: %v, want it kept", err)
-	}
-	if ns, err := kube.CoreV1().Namespaces().Get(ctx, namespaceOf("pod-terminator"), metav1.GetOptions{}); err != nil || ns.DeletionTimestamp != nil {
-		t.Errorf("namespace %s: %v (deleted at %v), want it kept", namespaceOf("pod-terminator"), err, ns.GetDeletionTimestamp())
 	}
 
-	runMake("undeploy", "OPERATOR=pod-terminator")
-	_, err = crds.Get(ctx, "podterminators.chaos.kooperkit.io", metav1.GetOptions{})
-	gone("the PodTerminator CRD", err)
-	_, err = kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "kooper-pod-terminator", metav1.GetOptions{})
-	gone("the webhook configuration", err)
-	_, err = policies.Get(ctx, "kooper-pod-terminator-ca-bundle-only", metav1.GetOptions{})
-	gone("the pod-terminator's policy", err)
-	_, err = kube.RbacV1().Roles("default").Get(ctx, "kooper-pod-terminator-events", metav1.GetOptions{})
-	gone("the pod-terminator's events Role in default", err)
-	_, err = kube.RbacV1().ClusterRoleBindings().Get(ctx, "kooper-pod-terminator-metrics-reader", metav1.GetOptions{})
-	gone("the pod-terminator's metrics-reader binding", err)
-	namespaceGone("pod-terminator")
-
-	runMake("undeploy") // both, when nothing is left: a no-op
+	runMake("undeploy") // every operator, when nothing is left: a no-op
 }

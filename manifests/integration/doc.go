@@ -6,9 +6,14 @@
 // nothing else; and make deploy / make undeploy install and remove an
 // operator on a local control plane (package devcluster), custom resources
 // first, while the operator can still finalize them, without touching the
-// other operator. TestTheOperatorsRunAsTheirDeploymentsSay runs both
-// operators from their images, two replicas each, exactly as their
-// Deployments say, on a node whose pods are processes (package procnode),
-// and shows that four broken manifests are caught. It has no non-test code;
-// the tests run in `make test`.
+// other operators. TestTheOperatorsRunAsTheirDeploymentsSay runs every
+// operator from its image, two replicas each, exactly as its Deployment
+// says, on a node whose pods are processes (package procnode), and shows
+// that four broken manifests are caught.
+//
+// The operators are the directories of manifests/ with a deployment.yaml.
+// What only one operator's tests need (what exactly it renders, the
+// examples of its docs, the object its webhook refuses) is in a file named
+// after it, which registers it (register) and goes with the operator. It
+// has no non-test code; the tests run in `make test`.
 package integration

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
@@ -23,6 +25,7 @@ import (
 var cluster *devcluster.Cluster
 
 func TestMain(m *testing.M) {
+	operators = discover()
 	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
 }
 
@@ -54,37 +57,35 @@ type deployable struct {
 	elsewhere map[string][]string
 	// namespaces are the Namespaces it may create besides its own.
 	namespaces []string
+
+	// examples, if set, applies the examples of its README and docs once
+	// it runs on the node of TestTheOperatorsRunAsTheirDeploymentsSay, and
+	// checks what they do.
+	examples func(t *testing.T, p *podsTest)
+	// refused, if set, asks the API server to create an object that its
+	// validating webhook must refuse, and returns the text the refusal
+	// says and the API server's answer (nil if it took the object, which
+	// it then deletes). Needed if it renders a
+	// ValidatingWebhookConfiguration.
+	refused func(ctx context.Context, p *podsTest) (want string, answer error)
+	// customResource, if set, returns a valid object of its own custom
+	// resources, with the resource it is of: TestMakeDeployAndUndeploy
+	// gives it a finalizer that make undeploy must wait for.
+	customResource func() (schema.GroupVersionResource, *unstructured.Unstructured)
 }
 
-// samples are the sample operators, with exactly what they render.
-var samples = []deployable{
-	{
-		name:  "pod-terminator",
-		group: "chaos.kooperkit.io",
-		// ClusterRoles: its own and the metrics reader's; bindings: those
-		// two and system:auth-delegator's.
-		kinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-			"CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget",
-			"Role", "Role", "RoleBinding", "RoleBinding", "Service", "Service", "ServiceAccount",
-			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy",
-			"ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding",
-			"ValidatingWebhookConfiguration"},
-		// Events about PodTerminators (cluster-scoped) are written in default.
-		elsewhere: map[string][]string{"Role/kooper-pod-terminator-events": {"default"}, "RoleBinding/kooper-pod-terminator-events": {"default"}},
-	},
-	{
-		name:  "multi-resource",
-		group: "tenancy.kooperkit.io",
-		kinds: []string{"ClusterRole", "ClusterRole", "ClusterRoleBinding", "ClusterRoleBinding", "ClusterRoleBinding",
-			"CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy", "PodDisruptionBudget",
-			"Role", "RoleBinding", "Service", "ServiceAccount",
-			"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "ValidatingAdmissionPolicyBinding"},
-	},
-}
+// own are the deployables the operators' test files register, one file
+// each, named after its operator (register): exactly what each renders,
+// and what the runs check of it. An operator without one, such as one make
+// new-operator wrote, renders what required and allowed say.
+var own = map[string]deployable{}
 
-// What an operator other than the samples (one make new-operator wrote)
-// must render, and may. Secure metrics need the ClusterRoles and bindings
-// (the metrics reader's, system:auth-delegator's), which
+// register adds d to own; each operator's file calls it from init.
+func register(d deployable) { own[d.name] = d }
+
+// What an operator without a deployable of its own (one make new-operator
+// wrote) must render, and may. Secure metrics need the ClusterRoles and
+// bindings (the metrics reader's, system:auth-delegator's), which
 // TestTheMetricsAreServedToPrometheusOnly checks by name.
 var (
 	required = []string{"ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment", "Namespace", "NetworkPolicy",
@@ -93,29 +94,30 @@ var (
 		"PodDisruptionBudget", "Role", "RoleBinding", "Service", "ServiceAccount", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 )
 
-// operators are the deployable operators: the samples, then every other
-// directory of manifests/ with a deployment.yaml, such as one make
-// new-operator wrote, with the names make new-operator gives its objects
-// outside its namespace.
-var operators = discover()
+// operators are the deployable operators: every directory of manifests/
+// with a deployment.yaml, sorted, as its file registered it, or with the
+// names make new-operator gives its objects outside its namespace. TestMain
+// finds them, once every file's init has registered its own.
+var operators []deployable
 
 func discover() []deployable {
-	ops := slices.Clone(samples)
-	deployments, _ := filepath.Glob(filepath.Join(manifests, "*", "deployment.yaml"))
+	var ops []deployable
+	deployments, _ := filepath.Glob(filepath.Join(manifests, "*", "deployment.yaml")) // sorted
 	for _, d := range deployments {
 		name := filepath.Base(filepath.Dir(d))
-		if slices.ContainsFunc(ops, func(op deployable) bool { return op.name == name }) {
+		if op, ok := own[name]; ok {
+			ops = append(ops, op)
 			continue
 		}
-		own, children := namespaceOf(name), namespaceOf(name)+"-children"
+		ns, children := namespaceOf(name), namespaceOf(name)+"-children"
 		ops = append(ops, deployable{
 			name: name,
 			// A scaffold's Role for the children of a cluster-scoped kind is
 			// in the namespace of their own; for a namespaced kind's, in the
 			// namespace it serves, default unless told otherwise.
 			elsewhere: map[string][]string{
-				"Role/" + own + "-events": {"default"}, "RoleBinding/" + own + "-events": {"default"},
-				"Role/" + own + "-children": {children, "default"}, "RoleBinding/" + own + "-children": {children, "default"},
+				"Role/" + ns + "-events": {"default"}, "RoleBinding/" + ns + "-events": {"default"},
+				"Role/" + ns + "-children": {children, "default"}, "RoleBinding/" + ns + "-children": {children, "default"},
 			},
 			namespaces: []string{children},
 		})
@@ -123,16 +125,20 @@ func discover() []deployable {
 	return ops
 }
 
-// Every directory of manifests/ with a deployment.yaml is tested, and the
-// samples are among them.
+// Every directory of manifests/ with a deployment.yaml is tested, and every
+// deployable registered is one of them: the file of an operator that is
+// gone goes with it.
 func TestEveryOperatorIsTested(t *testing.T) {
 	var names []string
 	for _, op := range operators {
 		names = append(names, op.name)
 	}
-	for _, want := range []string{"pod-terminator", "multi-resource"} {
-		if !slices.Contains(names, want) {
-			t.Errorf("got operators %v, want %s among them", names, want)
+	if len(names) == 0 {
+		t.Error("no directory of manifests/ has a deployment.yaml")
+	}
+	for name := range own {
+		if !slices.Contains(names, name) {
+			t.Errorf("a test file registers operator %s, which manifests/%s/deployment.yaml is not there for", name, name)
 		}
 	}
 	t.Logf("operators: %v", names)

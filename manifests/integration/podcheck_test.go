@@ -27,8 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 )
 
 // check returns what is wrong with a deployed operator: it fails on the
@@ -305,22 +303,20 @@ func (p *podsTest) serviceReaches(ctx context.Context, svc corev1.Service, pods 
 // every endpoint of the Service presents a certificate for the Service's
 // name, signed by the configuration's caBundle.
 func (p *podsTest) checkWebhook(ctx context.Context, d *deployed) error {
-	if !slices.ContainsFunc(d.objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ValidatingWebhookConfiguration" }) {
+	i := slices.IndexFunc(d.objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "ValidatingWebhookConfiguration" })
+	if i < 0 {
 		return nil
 	}
-	invalid := &chaosv1alpha1.PodTerminator{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "protected-"},
-		Spec: chaosv1alpha1.PodTerminatorSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-			Namespaces: []string{"kube-system"}, TerminationPercent: 10},
+	refused := own[d.op].refused
+	if refused == nil {
+		return fmt.Errorf("it renders ValidatingWebhookConfiguration %s, and its deployable has no refused to call it with", d.objs[i].GetName())
 	}
-	want := `admission webhook "podterminators.chaos.kooperkit.io" denied the request`
 	var last error
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		created, err := p.crs.ChaosV1alpha1().PodTerminators().Create(ctx, invalid, metav1.CreateOptions{})
+		want, err := refused(ctx, p)
 		if err == nil {
-			_ = p.crs.ChaosV1alpha1().PodTerminators().Delete(ctx, created.Name, metav1.DeleteOptions{})
-			return errors.New("a PodTerminator of kube-system was created: the webhook did not deny it")
+			return errors.New("an object its webhook must refuse was created: the webhook did not deny it")
 		}
 		if strings.Contains(err.Error(), want) {
 			break
@@ -331,7 +327,7 @@ func (p *podsTest) checkWebhook(ctx context.Context, d *deployed) error {
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	vwc, err := p.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "kooper-pod-terminator", metav1.GetOptions{})
+	vwc, err := p.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, d.objs[i].GetName(), metav1.GetOptions{})
 	if err != nil {
 		return err
 	}

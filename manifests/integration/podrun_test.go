@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -51,10 +52,12 @@ func startPodsTest(t *testing.T) *podsTest {
 
 	images := map[string]procnode.Image{}
 	refs := map[string]string{}
-	for _, op := range []string{"pod-terminator", "multi-resource"} {
-		ref := "kooper.test/" + op + ":podtest"
-		images[ref] = procnode.Image{Tarball: buildImage(t, dir, op, ref)}
-		refs[op] = ref
+	var groups []string
+	for _, op := range operators {
+		ref := "kooper.test/" + op.name + ":podtest"
+		images[ref] = procnode.Image{Tarball: buildImage(t, dir, op.name, ref)}
+		refs[op.name] = ref
+		groups = append(groups, strconv.Quote("system:serviceaccounts:"+namespaceOf(op.name)))
 	}
 	pause := filepath.Join(dir, "pause-rootfs")
 	goBuild(t, filepath.Join(pause, "pause"), "./testdata/pause")
@@ -66,7 +69,7 @@ kind: Policy
 omitStages: ["RequestReceived"]
 rules:
   - level: Metadata
-    userGroups: ["system:serviceaccounts:`+namespaceOf("pod-terminator")+`", "system:serviceaccounts:`+namespaceOf("multi-resource")+`"]
+    userGroups: [`+strings.Join(groups, ", ")+`]
   - level: None
 `), 0o600); err != nil {
 		t.Fatal(err)

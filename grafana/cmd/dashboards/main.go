@@ -7,7 +7,10 @@
 //
 //	go run ./cmd/dashboards
 //
-// With -check it writes nothing and fails if a file differs.
+// The JSON files of grafana/dashboards are all its own: it removes those it
+// no longer writes, such as the dashboard of an operator that is gone.
+// With -check it writes nothing and fails if a file differs, is missing or
+// is not one it writes.
 package main
 
 import (
@@ -64,6 +67,25 @@ func run(dir string, check bool) error {
 			return fmt.Errorf("could not write %s: %w", p, err)
 		}
 		fmt.Println("wrote", path)
+	}
+	// A dashboard no longer generated is stale too: removed, or reported.
+	jsons, err := filepath.Glob(filepath.Join(dir, "dashboards", "*.json"))
+	if err != nil {
+		return err
+	}
+	for _, path := range jsons {
+		p := "dashboards/" + filepath.Base(path)
+		if _, ok := files[p]; ok {
+			continue
+		}
+		if check {
+			stale = append(stale, p+" (not generated: remove it)")
+			continue
+		}
+		if err := os.Remove(path); err != nil {
+			return fmt.Errorf("could not remove %s, which is no longer generated: %w", p, err)
+		}
+		fmt.Println("removed", path)
 	}
 	if len(stale) > 0 {
 		return errors.New("out of date, run `make generate`: " + strings.Join(stale, ", "))

@@ -4,7 +4,7 @@
 //
 // It is checked from both sides: a unit test compares the library's
 // families with what kooper/metrics/prometheus registers, and the Prometheus
-// end-to-end test (grafana/integration) scrapes both operators and fails if
+// end-to-end test (grafana/integration) scrapes the operators and fails if
 // a family listed here for them is missing or has another type.
 package catalog
 
@@ -34,8 +34,8 @@ const (
 	Sharding      Source = "kooper/metrics/prometheus: New, in a sharded replica"
 	RESTClient    Source = "kooper/metrics/prometheus: RegisterRESTClientMetrics"
 	Runtime       Source = "client_golang: Go and process collectors"
-	PodTerminator Source = "operators/pod-terminator"
-	Tenants       Source = "operators/multi-resource"
+	PodTerminator Source = "operators/pod-terminator" // +kooper:operator=pod-terminator
+	Tenants       Source = "operators/multi-resource" // +kooper:operator=multi-resource
 )
 
 // Family describes one metric family.
@@ -72,12 +72,14 @@ const (
 	GoHeap       = "go_memstats_heap_alloc_bytes"
 	GoGoroutines = "go_goroutines"
 
-	TerminatedPods = "kooper_pod_terminator_terminated_pods_total"
+	TerminatedPods = "kooper_pod_terminator_terminated_pods_total" // +kooper:operator=pod-terminator
 
+	// +kooper:operator-begin=multi-resource
 	// region: tenants-names
 	TenantsByReadiness = "kooper_tenants"
 	DriftRepairs       = "kooper_tenant_drift_repairs_total"
 	// endregion: tenants-names
+	// +kooper:operator-end=multi-resource
 )
 
 var families = []Family{
@@ -103,12 +105,14 @@ var families = []Family{
 	{GoHeap, Gauge, nil, "bytes of live and not yet collected heap objects", Runtime},
 	{GoGoroutines, Gauge, nil, "goroutines now", Runtime},
 
-	{TerminatedPods, Counter, []string{"terminator", "dry_run"}, "pods deleted (dry_run=\"false\") or chosen in a dry run (\"true\"), by PodTerminator name", PodTerminator},
+	{TerminatedPods, Counter, []string{"terminator", "dry_run"}, "pods deleted (dry_run=\"false\") or chosen in a dry run (\"true\"), by PodTerminator name; a PodTerminator's series appear with its first period", PodTerminator}, // +kooper:operator=pod-terminator
 
+	// +kooper:operator-begin=multi-resource
 	// region: tenants-families
-	{TenantsByReadiness, Gauge, []string{"ready"}, "Tenants by Ready condition, counted in the leader's cache at scrape time", Tenants},
+	{TenantsByReadiness, Gauge, []string{"ready"}, "Tenants by Ready condition, counted in the leader's cache at scrape time: only the replica running the controllers has it", Tenants},
 	{DriftRepairs, Counter, []string{"kind"}, "children of Tenants restored after someone else changed or deleted them", Tenants},
 	// endregion: tenants-families
+	// +kooper:operator-end=multi-resource
 }
 
 // All returns every family, in documentation order.
@@ -155,7 +159,7 @@ func Exposed(sources ...Source) []Family {
 // Operators maps each operator's name to the sources its /metrics exposes.
 var Operators = map[string][]Source{
 	// region: operators
-	"pod-terminator": {Library, RESTClient, Runtime, PodTerminator},
-	"multi-resource": {Library, RESTClient, Runtime, Tenants},
+	"pod-terminator": {Library, RESTClient, Runtime, PodTerminator}, // +kooper:operator=pod-terminator
+	"multi-resource": {Library, RESTClient, Runtime, Tenants},       // +kooper:operator=multi-resource
 	// endregion: operators
 }

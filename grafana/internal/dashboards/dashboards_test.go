@@ -14,9 +14,22 @@ import (
 	"github.com/kooperkit/kooper/grafana/internal/dashboards"
 )
 
-// withGeneric are the samples and an operator without a dashboard of its
-// own: the checks below run over its generic dashboard too.
-var withGeneric = []string{"pod-terminator", "multi-resource", "web-demo"}
+// withGeneric are the operators with a hand-written dashboard and one
+// without a dashboard of its own: the checks below run over its generic
+// dashboard too.
+var withGeneric = append(withOwn(), "web-demo")
+
+// withOwn returns the operators that a hand-written dashboard is for: those
+// its Controllers "<name>.*" name.
+func withOwn() []string {
+	var names []string
+	for _, d := range dashboards.All(nil) {
+		if name, ok := strings.CutSuffix(d.Controllers, ".*"); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
 
 // repoOperators lists the operators of this repository.
 func repoOperators(t *testing.T) []string {
@@ -132,20 +145,23 @@ func TestTheDashboardsCoverWhatTheyPromise(t *testing.T) {
 			}
 		}
 	}
-	tests := []struct {
-		uid     string
-		sources []catalog.Source
-	}{
-		// The library's dashboard charts every library, sharding, REST
-		// client and runtime family; each operator's, all of its own.
-		{"kooper-controllers", []catalog.Source{catalog.Library, catalog.Sharding, catalog.RESTClient, catalog.Runtime}},
-		{"kooper-pod-terminator", []catalog.Source{catalog.PodTerminator}},
-		{"kooper-tenants", []catalog.Source{catalog.Tenants}},
+	// The library's dashboard charts every library, sharding, REST client
+	// and runtime family; each operator's (Controllers "<name>.*"), all of
+	// the families of its own sources in the catalog.
+	shared := []catalog.Source{catalog.Library, catalog.Sharding, catalog.RESTClient, catalog.Runtime}
+	covers := map[string][]catalog.Source{"kooper-controllers": shared}
+	for _, d := range dashboards.All(withGeneric) {
+		name, _ := strings.CutSuffix(d.Controllers, ".*")
+		for _, s := range catalog.Operators[name] {
+			if !slices.Contains(shared, s) {
+				covers[d.UID] = append(covers[d.UID], s)
+			}
+		}
 	}
-	for _, tt := range tests {
-		for _, f := range catalog.Exposed(tt.sources...) {
-			if !uses[tt.uid][f.Name] {
-				t.Errorf("dashboard %s charts no %s", tt.uid, f.Name)
+	for uid, sources := range covers {
+		for _, f := range catalog.Exposed(sources...) {
+			if !uses[uid][f.Name] {
+				t.Errorf("dashboard %s charts no %s", uid, f.Name)
 			}
 		}
 	}

@@ -55,6 +55,7 @@ func defined() []Dashboard {
 				{Title: "Processes", Panels: processPanels()},
 			},
 		},
+		// +kooper:operator-begin=pod-terminator
 		{
 			UID:         "kooper-pod-terminator",
 			Title:       "Kooper / Pod terminator",
@@ -93,6 +94,8 @@ func defined() []Dashboard {
 				{Title: "Controller", Panels: operatorControllerPanels()},
 			},
 		},
+		// +kooper:operator-end=pod-terminator
+		// +kooper:operator-begin=multi-resource
 		// region: tenants
 		{
 			UID:         "kooper-tenants",
@@ -133,6 +136,7 @@ func defined() []Dashboard {
 			},
 		},
 		// endregion: tenants
+		// +kooper:operator-end=multi-resource
 	}
 }
 

@@ -3,6 +3,7 @@ package dashboards
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
@@ -11,7 +12,7 @@ import (
 // Files returns every generated file by its path relative to the grafana/
 // directory: the JSON of All(operators) and ../docs/metrics.md. Two
 // dashboards with one UID, such as the generic one of an operator named
-// "tenants" and the multi-resource operator's, are an error.
+// "controllers" and the library's, are an error.
 func Files(operators []string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	all := All(operators)
@@ -62,12 +63,12 @@ func Markdown(dashboards []Dashboard, families []catalog.Family) []byte {
 		}
 		w("| `%s` | %s | %s | %s | %s |\n", f.Name, f.Type, labels, exposedBy(f.Source), escape(f.Meaning))
 	}
-	w("\nLabels hold controller and sharded group names, PodTerminator names, kinds, codes and verbs, never\n")
+	w("\nLabels hold controller and sharded group names, custom resources' names, kinds, codes and verbs, never\n")
 	w("a pod's or child's name, so the number of series follows the number of controllers and custom resources.\n")
 	w("Every controller's series exist at zero from its first event; `kooper_controller_leader` exists only\n")
 	w("with leader election; the `kooper_sharding_` families only in the replicas of a sharded controller\n")
-	w("(kooper/controller/sharding; no sample operator shards); `kooper_tenants` only on the replica running\n")
-	w("the controllers; the pod-terminator series of a PodTerminator appear with its first period.\n\n")
+	w("(kooper/controller/sharding; no sample operator shards). An operator's own families say in their\n")
+	w("meaning when their series appear.\n\n")
 	w("## Dashboards\n\n")
 	w("Import the JSON files of [`grafana/dashboards`](../grafana/dashboards) into Grafana (10 or later).\n")
 	w("Each has two variables: `datasource` (a Prometheus data source) and `controller` (multi-value,\n")
@@ -97,12 +98,13 @@ func Markdown(dashboards []Dashboard, families []catalog.Family) []byte {
 	return append(bytes.TrimRight(b.Bytes(), "\n"), '\n')
 }
 
+// exposedBy names what exposes the families of source s: the operators
+// whose sources in catalog.Operators include it, if it is not one every
+// operator has.
 func exposedBy(s catalog.Source) string {
 	switch s {
-	case catalog.PodTerminator:
-		return "pod-terminator"
-	case catalog.Tenants:
-		return "multi-resource"
+	case catalog.Library:
+		return "every operator"
 	case catalog.RESTClient:
 		return "every operator (REST client)"
 	case catalog.Runtime:
@@ -110,7 +112,14 @@ func exposedBy(s catalog.Source) string {
 	case catalog.Sharding:
 		return "a sharded replica"
 	}
-	return "every operator"
+	var names []string
+	for name, sources := range catalog.Operators {
+		if slices.Contains(sources, s) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
 }
 
 // escape keeps a table cell in one cell.

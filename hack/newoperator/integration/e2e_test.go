@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kooperkit/kooper/hack/newoperator/internal/worktree"
+	"github.com/kooperkit/kooper/hack/internal/worktree"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
@@ -70,8 +70,9 @@ func TestNewOperatorsBuildAndPassTheirTests(t *testing.T) {
 		{name: "lint", args: []string{"make", "--no-print-directory", "lint-packages",
 			"LINT_PACKAGES=./apis/democluster/... ./apis/demonamespaced/... ./apis/demoowner/... ./operators/demo-cluster/... ./operators/demo-namespaced/... ./operators/demo-owner/..."}},
 		{name: "every operator is complete", args: []string{"go", "test", "-count=1", "./operators/"}},
-		// Less the two tests of the samples only (make deploy of both, and
-		// their pods): make test runs them in this repository.
+		// Less the two tests that deploy and run every operator (make
+		// deploy, and their pods), minutes each: make test runs them in this
+		// repository.
 		{name: "the manifests tests cover them", args: []string{"go", "test", "-count=1",
 			"-skip", "^(TestMakeDeployAndUndeploy|TestTheOperatorsRunAsTheirDeploymentsSay)$", "-v", "./manifests/integration"}},
 		// make run: the control plane linked into the copy's bin/, every

@@ -21,7 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	"github.com/kooperkit/kooper/hack/newoperator/internal/worktree"
+	"github.com/kooperkit/kooper/hack/internal/worktree"
 	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 

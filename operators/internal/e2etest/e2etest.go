@@ -1,4 +1,4 @@
-// Package e2etest holds the helpers both sample operators' end-to-end tests
+// Package e2etest holds the helpers the operators' end-to-end tests
 // use against the local control plane: run an operator in the background,
 // act as its ServiceAccount, apply manifests, wait, read metrics, and check
 // that its metrics over HTTPS are served to Prometheus's ServiceAccount only

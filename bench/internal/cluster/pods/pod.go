@@ -20,8 +20,8 @@ import (
 // nanoseconds. Seeding writes them too (token "seed", time zero, same
 // width), so a churned pod is no bigger than a seeded one.
 const (
-	TokenAnnotation = "bench.kooperkit.dev/token"
-	SentAnnotation  = "bench.kooperkit.dev/sent"
+	TokenAnnotation = "bench.kooperkit.io/token"
+	SentAnnotation  = "bench.kooperkit.io/sent"
 	// SeedToken is the token every pod carries before any churn.
 	SeedToken = "seed"
 )

@@ -8,6 +8,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 )
 
 // The Tenant CRD's schema refuses a quantity the operator could never use
@@ -16,7 +18,7 @@ import (
 // or long exponent), as JSON strings and as JSON numbers, with a message
 // that names the field.
 func TestTheTenantSchemaRefusesQuantitiesNoQuotaCanUse(t *testing.T) {
-	client := chaosClient(t)
+	client := clientset(t)
 	tests := []struct {
 		name    string
 		cpu     string // JSON: a quoted string or a number
@@ -58,4 +60,30 @@ func TestTheTenantSchemaRefusesQuantitiesNoQuotaCanUse(t *testing.T) {
 			}
 		})
 	}
+}
+
+// What a user sees of a Tenant with kubectl: the field docs (kubectl
+// explain, from the CRD schema's descriptions) and the printer columns.
+func TestKubectlShowsTheTenantsFieldDocsAndColumns(t *testing.T) {
+	client := clientset(t)
+	tenants := client.TenancyV1alpha1().Tenants()
+	tn, err := tenants.Create(context.Background(), &tenancyv1alpha1.Tenant{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "columns-"},
+		Spec:       tenancyv1alpha1.TenantSpec{Admins: []tenancyv1alpha1.Admin{{Kind: "User", Name: "alice"}}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tenants.Delete(context.Background(), tn.Name, metav1.DeleteOptions{}) })
+	// A Ready condition, as the operator would write it (none runs here).
+	tn.Status.Conditions = []metav1.Condition{{Type: tenancyv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: "ChildFailed", Message: "LimitRange: forbidden", LastTransitionTime: metav1.Now()}}
+	if _, err := tenants.UpdateStatus(context.Background(), tn, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubectlShows(t, []kubectlCase{
+		{[]string{"explain", "tenants.spec.networkIsolation"}, []string{"denies all", "ingress"}},
+		{[]string{"get", "tn", tn.Name}, []string{"READY", tn.Name + "   False"}},
+		{[]string{"get", "tn", tn.Name, "-o", "wide"}, []string{"READY REASON ISOLATED", "False ChildFailed"}},
+	})
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 
 // crdDir holds the generated CRDs, one directory per API group, relative to
 // this package.
-const crdDir = "../../../manifests/crds"
+const crdDir = "../../manifests/crds"
 
 var cluster *devcluster.Cluster
 
@@ -48,8 +50,9 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// chaosClient returns the generated typed clientset.
-func chaosClient(t *testing.T) versioned.Interface {
+// clientset returns the generated typed clientset, which serves every API
+// group of apis/.
+func clientset(t *testing.T) versioned.Interface {
 	t.Helper()
 	return versioned.NewForConfigOrDie(cluster.Config())
 }
@@ -104,5 +107,32 @@ func waitEstablished(ctx context.Context, client apiextensions.Interface, name s
 			return fmt.Errorf("CRD %s not established after 30s: %+v", name, crd.Status.Conditions)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A kubectlCase is a kubectl command and texts its output must contain.
+type kubectlCase struct {
+	args []string
+	want []string
+}
+
+// kubectlShows runs each case's kubectl command against the cluster, as
+// its admin, and checks that the output contains each wanted text, runs of
+// whitespace compared as one space (kubectl pads its columns).
+func kubectlShows(t *testing.T, cases []kubectlCase) {
+	t.Helper()
+	for _, tt := range cases {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl),
+				append([]string{"--kubeconfig", cluster.KubeconfigPath()}, tt.args...)...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("kubectl %v: %v\n%s", tt.args, err, out)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(strings.Join(strings.Fields(string(out)), " "), strings.Join(strings.Fields(want), " ")) {
+					t.Errorf("got:\n%s\nwant it to contain %q", out, want)
+				}
+			}
+		})
 	}
 }

@@ -11,12 +11,12 @@ import (
 	chaosv1alpha1ac "github.com/kooperkit/kooper/apis/client/applyconfiguration/chaos/v1alpha1"
 )
 
-// The generated apply configurations speak the CRD's schema: the API server
+// The generated apply configurations speak the PodTerminator CRD's schema: the API server
 // takes a spec applied by one manager and a status applied by another, fills
 // in the defaults, and refuses a third manager's value over the first's. The
 // fake clientset's test (apis/chaos/v1alpha1) checks the same on NewClientset.
-func TestApplyConfigurations(t *testing.T) {
-	client := chaosClient(t)
+func TestPodTerminatorApplyConfigurations(t *testing.T) {
+	client := clientset(t)
 	ctx := context.Background()
 	pts := client.ChaosV1alpha1().PodTerminators()
 

@@ -1,4 +1,4 @@
-// Package worktree copies this repository's work tree for the generator's
+// Package worktree copies this repository's work tree for the tools'
 // tests, which write into the copy, never into the repository: the files
 // git tracks and the untracked ones it does not ignore (so the copy is what
 // the work tree is now, edits included, and has no bin/), and a fingerprint

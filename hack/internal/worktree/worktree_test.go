@@ -5,12 +5,12 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/kooperkit/kooper/hack/newoperator/internal/worktree"
+	"github.com/kooperkit/kooper/hack/internal/worktree"
 )
 
 func TestACopyHasTheRepositorysFilesAndSumSeesAChange(t *testing.T) {
 	root := worktree.Copy(t)
-	for _, f := range []string{"go.mod", "hack/codegen/generate.sh", "hack/newoperator/internal/worktree/worktree.go"} {
+	for _, f := range []string{"go.mod", "hack/codegen/generate.sh", "hack/internal/worktree/worktree.go"} {
 		if _, err := os.Stat(filepath.Join(root, f)); err != nil {
 			t.Errorf("the copy lacks %s: %v", f, err)
 		}

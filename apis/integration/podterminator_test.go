@@ -20,9 +20,10 @@ func validSpec() chaosv1alpha1.PodTerminatorSpec {
 	}
 }
 
-// The API server, not Go code, applies the defaults from the CRD schema.
-func TestCRDDefaults(t *testing.T) {
-	client := chaosClient(t)
+// The API server, not Go code, applies the defaults from the PodTerminator
+// CRD's schema.
+func TestPodTerminatorDefaults(t *testing.T) {
+	client := clientset(t)
 	ctx := context.Background()
 	pts := client.ChaosV1alpha1().PodTerminators()
 
@@ -74,9 +75,10 @@ func TestCRDDefaults(t *testing.T) {
 	}
 }
 
-// The CRD schema refuses invalid specs with messages that name the field.
-func TestCRDValidation(t *testing.T) {
-	client := chaosClient(t)
+// The PodTerminator CRD's schema refuses invalid specs with messages that
+// name the field.
+func TestPodTerminatorValidation(t *testing.T) {
+	client := clientset(t)
 	ctx := context.Background()
 	pts := client.ChaosV1alpha1().PodTerminators()
 
@@ -134,4 +136,31 @@ func TestCRDValidation(t *testing.T) {
 			}
 		})
 	}
+}
+
+// What a user sees of a PodTerminator with kubectl: the field docs (kubectl
+// explain, from the CRD schema's descriptions) and the printer columns.
+func TestKubectlShowsThePodTerminatorsFieldDocsAndColumns(t *testing.T) {
+	client := clientset(t)
+	pts := client.ChaosV1alpha1().PodTerminators()
+	pt, err := pts.Create(context.Background(), &chaosv1alpha1.PodTerminator{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "columns-"},
+		Spec:       validSpec(),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pts.Delete(context.Background(), pt.Name, metav1.DeleteOptions{}) })
+	// A Ready condition, as the operator would write it (none runs here).
+	pt.Status.Conditions = []metav1.Condition{{Type: chaosv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: chaosv1alpha1.ReasonReconciled, Message: "2 of 8 live pods terminated", LastTransitionTime: metav1.Now()}}
+	if _, err := pts.UpdateStatus(context.Background(), pt, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	kubectlShows(t, []kubectlCase{
+		{[]string{"explain", "podterminators.spec.terminationPercent"}, []string{"floor(terminationPercent", "minimumInstances"}},
+		{[]string{"explain", "pt.spec.selector"}, []string{"an empty selector would match"}},
+		{[]string{"get", "pt", pt.Name}, []string{"READY", "PERCENT", "MINIMUM", "DRY-RUN", "LAST TERMINATION", "AGE", pt.Name + "   True   25"}},
+		{[]string{"get", "pt", pt.Name, "-o", "wide"}, []string{"READY REASON PERCENT", pt.Name + " True Reconciled 25"}},
+	})
 }
