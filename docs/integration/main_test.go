@@ -90,6 +90,11 @@ func TestParse(t *testing.T) {
 			want: []block{{line: 2, script: "make devcluster", readyWhen: "ready"}, {line: 7, script: "aws s3 ls", skip: "needs a cloud account"}},
 		},
 		{
+			name: "a refusal",
+			md:   "<!-- run: exits non-zero -->\n```sh\nkubectl apply -f bad.yaml\n```\n\n```text\nError from server ...\n```\n",
+			want: []block{{line: 2, script: "kubectl apply -f bad.yaml", expect: []string{"Error from server ..."}, fails: true}},
+		},
+		{
 			name: "Go and YAML blocks are not run",
 			md:   "```go\nfunc main() {}\n```\n```yaml\na: b\n```\n",
 		},
@@ -132,7 +137,7 @@ func TestParse(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.EqualFunc(got, tc.want, func(a, b block) bool {
-				return a.line == b.line && a.script == b.script && slices.Equal(a.expect, b.expect) && a.skip == b.skip && a.readyWhen == b.readyWhen
+				return a.line == b.line && a.script == b.script && slices.Equal(a.expect, b.expect) && a.skip == b.skip && a.readyWhen == b.readyWhen && a.fails == b.fails
 			}) {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)
 			}
@@ -190,6 +195,23 @@ func TestABrokenTutorialFails(t *testing.T) {
 			name:    "stale output",
 			md:      "```sh\necho 'count=3'\n```\n\n```text\ncount=2\n```\n",
 			wantErr: `the output has no line "count=2"`,
+			want:    result{ran: 1},
+		},
+		{
+			name: "a refusal that is refused",
+			md:   "<!-- run: exits non-zero -->\n```sh\necho 'denied: no'; exit 1\n```\n\n```text\ndenied: ...\n```\n",
+			want: result{ran: 1},
+		},
+		{
+			name:    "a refusal that is accepted",
+			md:      "<!-- run: exits non-zero -->\n```sh\necho 'configured'\n```\n\n```text\ndenied: ...\n```\n",
+			wantErr: "exited with status 0, but the tutorial shows it refused",
+			want:    result{ran: 1},
+		},
+		{
+			name:    "a refusal with another message",
+			md:      "<!-- run: exits non-zero -->\n```sh\necho 'connection refused'; exit 1\n```\n\n```text\ndenied: ...\n```\n",
+			wantErr: `the output has no line "denied: ..."`,
 			want:    result{ran: 1},
 		},
 		{

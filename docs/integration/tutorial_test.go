@@ -33,12 +33,17 @@ type block struct {
 	// the block runs in the background, the next one starts once its output
 	// holds TEXT, and it is interrupted when the tutorial ends.
 	readyWhen string
+	// fails is set by `<!-- run: exits non-zero -->`: the block shows a
+	// refusal, so it must end with a non-zero status (its last command's,
+	// or the first failing one's) and print its expected output.
+	fails bool
 }
 
 var (
 	directive = regexp.MustCompile(`^<!-- run: (.*) -->$`)
 	notRun    = regexp.MustCompile(`^not runnable: (\S.*)$`)
 	untilText = regexp.MustCompile(`^in the background until "([^"]+)"$`)
+	failing   = "exits non-zero"
 )
 
 // parse returns the shell blocks (```sh or ```bash) of a tutorial, with the
@@ -62,8 +67,10 @@ func parse(md string) ([]block, error) {
 				pending.skip = notRun.FindStringSubmatch(m[1])[1]
 			case untilText.MatchString(m[1]):
 				pending.readyWhen = untilText.FindStringSubmatch(m[1])[1]
+			case m[1] == failing:
+				pending.fails = true
 			default:
-				return nil, fmt.Errorf(`line %d: unknown directive %q: want "not runnable: REASON" or "in the background until \"TEXT\""`, i+1, m[1])
+				return nil, fmt.Errorf(`line %d: unknown directive %q: want "not runnable: REASON", "in the background until \"TEXT\"" or %q`, i+1, m[1], failing)
 			}
 			continue
 		}
@@ -89,7 +96,7 @@ func parse(md string) ([]block, error) {
 		case "sh", "bash":
 			b := block{line: start + 1, script: strings.Join(body, "\n")}
 			if pending != nil {
-				b.skip, b.readyWhen = pending.skip, pending.readyWhen
+				b.skip, b.readyWhen, b.fails = pending.skip, pending.readyWhen, pending.fails
 				pending = nil
 			}
 			blocks = append(blocks, b)
@@ -266,7 +273,13 @@ func run(ctx context.Context, dir string, blocks []block, logf func(string, ...a
 			<-p.exited
 			runErr = ctx.Err()
 		}
-		if runErr != nil {
+		var exit *exec.ExitError
+		switch {
+		case b.fails && runErr == nil:
+			return res, fmt.Errorf("line %d:\n%s\nexited with status 0, but the tutorial shows it refused; its output:\n%s", b.line, b.script, out.String())
+		case b.fails && !errors.As(runErr, &exit):
+			return res, fmt.Errorf("line %d:\n%s\nfailed: %w; its output:\n%s", b.line, b.script, runErr, out.String())
+		case !b.fails && runErr != nil:
 			return res, fmt.Errorf("line %d:\n%s\nfailed: %w; its output:\n%s", b.line, b.script, runErr, out.String())
 		}
 		if err := match(b.expect, out.String()); err != nil {
