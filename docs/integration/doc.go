@@ -10,7 +10,8 @@
 //
 // The first skips it, and the test counts it; the second runs it in the
 // background (make devcluster, an operator under go run), goes on once its
-// output holds TEXT, and interrupts it when the tutorial ends; the third
+// output holds TEXT (and its expected output, printed by then), and
+// interrupts it when the tutorial ends, last started first; the third
 // shows a refusal (a webhook's, RBAC's): the block must fail, and print its
 // expected output. In expected
 // output, "..." stands for any text, and expected lines must appear in

@@ -215,6 +215,12 @@ func TestABrokenTutorialFails(t *testing.T) {
 			want:    result{ran: 1},
 		},
 		{
+			name:    "a background block whose start-up output went stale",
+			md:      "<!-- run: in the background until \"ready\" -->\n```sh\necho 'listening on :8081'; echo ready; sleep 600\n```\n\n```text\nlistening on :8080\nready\n```\n",
+			wantErr: `the output has no line "listening on :8080"`,
+			want:    result{ran: 1},
+		},
+		{
 			name:    "a background block that never gets ready",
 			md:      "<!-- run: in the background until \"ready\" -->\n```sh\necho starting; exit 3\n```\n",
 			wantErr: "before printing \"ready\"",

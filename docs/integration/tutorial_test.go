@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -224,7 +225,9 @@ type result struct {
 func run(ctx context.Context, dir string, blocks []block, logf func(string, ...any)) (res result, err error) {
 	var bg []*process
 	defer func() {
-		for _, p := range bg {
+		// Last started, first stopped, as a user ends them: the operators
+		// before the dev cluster they talk to.
+		for _, p := range slices.Backward(bg) {
 			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGINT)
 			select {
 			case <-p.exited:
@@ -256,6 +259,9 @@ func run(ctx context.Context, dir string, blocks []block, logf func(string, ...a
 			bg = append(bg, p)
 			if err := waitFor(ctx, out, b.readyWhen, p); err != nil {
 				return res, fmt.Errorf("line %d, in the background:\n%s\n%w; its output:\n%s", b.line, b.script, err, out.String())
+			}
+			if err := match(b.expect, out.String()); err != nil {
+				return res, fmt.Errorf("line %d, in the background:\n%s\n%w by the time it printed %q; its output:\n%s", b.line, b.script, err, b.readyWhen, out.String())
 			}
 			logf("line %d: in the background, %q after %.1fs", b.line, b.readyWhen, time.Since(began).Seconds())
 			continue

@@ -3,6 +3,7 @@ package integration_test
 import (
 	"bytes"
 	"errors"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,13 +72,14 @@ func TestTheDevLoopServesThePodTerminatorsWebhook(t *testing.T) {
 		}
 	}
 
-	// The dev loop's flags, and -http-addr on a free port only because
-	// :8080, its default, may be taken by another test running meanwhile
-	// (make run's pod-logger). The webhook keeps its defaults, so
-	// 127.0.0.1:9443 must be free, as in the dev loop.
-	operator := launch(t, podTerminator, "-kubeconfig", kubeconfig, "-leader-elect=false", "-http-addr=127.0.0.1:0")
+	// The dev loop's flags, and both addresses on free ports only because
+	// their defaults (:8080, :9443) may be taken by another test running
+	// meanwhile: the operator tutorial (docs/integration) runs this very
+	// dev loop with the defaults.
+	whAddr := freeAddr(t)
+	operator := launch(t, podTerminator, "-kubeconfig", kubeconfig, "-leader-elect=false", "-http-addr=127.0.0.1:0", "-webhook-addr="+whAddr)
 	m := operator.await(t, regexp.MustCompile(`registered the admission webhook.*url=(\S+)`), 60*time.Second)
-	if want := "https://127.0.0.1:9443/validate/podterminators"; m[1] != want {
+	if want := "https://" + whAddr + "/validate/podterminators"; m[1] != want {
 		t.Errorf("got the webhook registered at %s, want %s", m[1], want)
 	}
 
@@ -145,4 +147,18 @@ func kubectl(t *testing.T, kubeconfig, stdin string, args ...string) (stdout, st
 		t.Fatalf("could not run kubectl: %v", err)
 	}
 	return out.String(), errOut.String(), err
+}
+
+// freeAddr returns a loopback address whose port was free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
 }
