@@ -18,13 +18,17 @@ import (
 func TestAnIdleWatchEnds(t *testing.T) {
 	fake := watch.NewFake()
 	var idled atomic.Int32
-	w := watchWithIdleTimeout(fake, 200*time.Millisecond, func() { idled.Add(1) }, nil)
+	// The timeout is twenty times the gap between events, so that a loaded
+	// machine (make test runs this beside a cluster) does not stretch a gap
+	// past it: the wrapper would stop the fake, and the next Modify would
+	// panic on its closed channel.
+	w := watchWithIdleTimeout(fake, time.Second, func() { idled.Add(1) }, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	// Events every 100ms for 600ms: three times the timeout, never idle.
+	// Events every 50ms, six of them: never idle meanwhile.
 	go func() {
 		for range 6 {
 			fake.Modify(pod)
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond)
 		}
 	}()
 	for range 6 {
