@@ -52,6 +52,8 @@ const (
 	rbacBindingPolicy  = "kooper-multi-resource-admin-bindings"
 )
 
+// region: needed
+
 // needed is what the multi-resource operator does, written out by hand: the
 // ClusterRole must grant exactly this. Children are written with server-side
 // apply: a patch, which needs create too when the child does not exist yet.
@@ -76,6 +78,8 @@ var neededInNamespace = []rbacv1.PolicyRule{
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"coordination.k8s.io"}, Resources: []string{"leases"}, ResourceNames: []string{"multi-resource"}, Verbs: []string{"get", "update", "watch"}},
 }
+
+// endregion: needed
 
 func TestRBACRolesGrantExactlyWhatIsNeeded(t *testing.T) {
 	for file, want := range map[string][]rbacv1.PolicyRule{"cluster_role.yaml": needed, "role.yaml": neededInNamespace} {

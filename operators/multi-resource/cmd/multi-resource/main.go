@@ -81,6 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	restConfig.UserAgent = "multi-resource/" + cli.Version(version)
 
 	logger.Info("multi-resource", "version", cli.Version(version))
+	// region: run
 	return operator.Run(ctx, operator.Config{
 		REST:                  restConfig,
 		Namespace:             *namespace,
@@ -95,4 +96,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		TracerProvider:        tp,
 		Logger:                logger,
 	})
+	// endregion: run
 }
