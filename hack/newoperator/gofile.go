@@ -40,6 +40,7 @@ var packages = map[string]string{
 	"devcluster":     "/kooper/devcluster",
 	"event":          "/kooper/event",
 	"health":         "/kooper/health",
+	"kooperprom":     "/kooper/metrics/prometheus",
 	"log":            "/kooper/log",
 	"owner":          "/kooper/owner",
 	"status":         "/kooper/status",

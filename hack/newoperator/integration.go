@@ -23,6 +23,13 @@ func integrationMainGo(op operator) *goFile {
 // admission policies (rbac_test.go reads the result) and whose garbage
 // collector deletes a $Kind's children with it.
 func TestMain(m *testing.M) {
+	// The operator runs in this process beside the tests' own clients, and
+	// client-go reads its metrics hooks without synchronisation: set them
+	// before any client starts, as the operator's main does by calling Run.
+	if err := kooperprom.RegisterRESTClientMetrics(prom.NewRegistry()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
 }
 `)
@@ -33,6 +40,13 @@ func TestMain(m *testing.M) {
 // kube-controller-manager. A test of the garbage collector deleting a
 // $Kind's children needs it: devcluster.Options{ControllerManager: true}.
 func TestMain(m *testing.M) {
+	// The operator runs in this process beside the tests' own clients, and
+	// client-go reads its metrics hooks without synchronisation: set them
+	// before any client starts, as the operator's main does by calling Run.
+	if err := kooperprom.RegisterRESTClientMetrics(prom.NewRegistry()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
 }
 `)

@@ -2,6 +2,7 @@ package prometheus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -10,12 +11,9 @@ import (
 	clientmetrics "k8s.io/client-go/tools/metrics"
 )
 
-// client-go reports its REST client metrics through process-wide hooks
-// (k8s.io/client-go/tools/metrics.Register) that take effect once per process
-// and must be set before any client runs, so this package sets them when it
-// is initialised, and there is one set of collectors per process, whatever
-// the number of registries. If another package (controller-runtime, say)
-// was initialised first and set them, these collectors stay at zero.
+// restClient holds client-go's REST client metrics. client-go reports them
+// through process-wide hooks (k8s.io/client-go/tools/metrics), so there is
+// one set of collectors per process, whatever the number of registries.
 var restClient = struct {
 	requests    *prom.CounterVec
 	latency     *prom.HistogramVec
@@ -37,20 +35,51 @@ var restClient = struct {
 	}, []string{"verb", "host"}),
 }
 
-func init() {
-	clientmetrics.Register(clientmetrics.RegisterOpts{
-		RequestResult:      resultMetric{restClient.requests},
-		RequestLatency:     latencyMetric{restClient.latency},
-		RateLimiterLatency: latencyMetric{restClient.rateLimiter},
-	})
+// restClientHooks are the hooks RegisterRESTClientMetrics gives client-go.
+var restClientHooks = struct {
+	result               resultMetric
+	latency, rateLimiter latencyMetric
+}{
+	result:      resultMetric{restClient.requests},
+	latency:     latencyMetric{restClient.latency},
+	rateLimiter: latencyMetric{restClient.rateLimiter},
 }
 
 // RegisterRESTClientMetrics registers client-go's REST client metrics on
 // reg: requests by status code, method and host, and request and client rate
-// limiter latency by verb and host. They count every client of the process,
-// and may be registered on several registries. Hosts are the API servers the
-// process talks to, a bounded set.
+// limiter latency by verb and host. Hosts are the API servers the process
+// talks to, a bounded set.
+//
+// client-go reports these through process-wide hooks
+// (k8s.io/client-go/tools/metrics.Register), which it reads at every request
+// and lets be set once per process. The first call sets them, so the
+// metrics count the requests of every client of the process from then on,
+// not those made before; later calls register the same collectors on another
+// registry. Call it at start-up, before any client runs: client-go reads the
+// hooks without synchronisation, so setting them while another goroutine
+// makes requests is a data race. Nothing else in Kooper sets the hooks: a
+// program that never calls it keeps client-go's (which record nothing) or
+// whatever another package set.
+//
+// If another package set the hooks first (controller-runtime's pkg/metrics
+// and k8s.io/component-base/metrics/prometheus/restclient do so when they
+// are initialised), client-go keeps that package's and ignores these, which
+// would stay at zero: RegisterRESTClientMetrics then registers nothing and
+// returns an error saying so. That package's own metrics count the requests
+// instead.
 func RegisterRESTClientMetrics(reg prom.Registerer) error {
+	clientmetrics.Register(clientmetrics.RegisterOpts{
+		RequestResult:      restClientHooks.result,
+		RequestLatency:     restClientHooks.latency,
+		RateLimiterLatency: restClientHooks.rateLimiter,
+	})
+	// Register did nothing if it had been called before: by an earlier call
+	// of this function, or by another package.
+	if clientmetrics.RequestResult != clientmetrics.ResultMetric(restClientHooks.result) ||
+		clientmetrics.RequestLatency != clientmetrics.LatencyMetric(restClientHooks.latency) ||
+		clientmetrics.RateLimiterLatency != clientmetrics.LatencyMetric(restClientHooks.rateLimiter) {
+		return errRESTClientHooksTaken
+	}
 	for _, c := range []prom.Collector{restClient.requests, restClient.latency, restClient.rateLimiter} {
 		if err := reg.Register(c); err != nil {
 			return fmt.Errorf("could not register the REST client metrics: %w", err)
@@ -58,6 +87,10 @@ func RegisterRESTClientMetrics(reg prom.Registerer) error {
 	}
 	return nil
 }
+
+var errRESTClientHooksTaken = errors.New("could not register the REST client metrics: " +
+	"another package set client-go's metrics hooks (k8s.io/client-go/tools/metrics.Register) first, " +
+	"so these would stay at zero")
 
 type resultMetric struct{ v *prom.CounterVec }
 

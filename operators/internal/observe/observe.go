@@ -54,7 +54,8 @@ func New(cfg *rest.Config, reg prom.Registerer, tp trace.TracerProvider, own ...
 		return Setup{}, fmt.Errorf("could not register the controller metrics: %w", err)
 	}
 	// client-go's REST client metrics are process-wide: registered once per
-	// registry, they count every client of the process.
+	// registry, they count every client of the process. The first call
+	// sets client-go's hooks, so it comes before any client is built.
 	if err := kooperprom.RegisterRESTClientMetrics(reg); err != nil {
 		return Setup{}, err
 	}

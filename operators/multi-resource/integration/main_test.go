@@ -1,14 +1,25 @@
 package integration_test
 
 import (
+	"fmt"
 	"os"
 	"testing"
 
+	prom "github.com/prometheus/client_golang/prometheus"
+
 	"github.com/kooperkit/kooper/kooper/devcluster"
+	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
 var cluster *devcluster.Cluster
 
 func TestMain(m *testing.M) {
+	// The operator runs in this process beside the tests' own clients, and
+	// client-go reads its metrics hooks without synchronisation: set them
+	// before any client starts, as the operator's main does by calling Run.
+	if err := kooperprom.RegisterRESTClientMetrics(prom.NewRegistry()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
 }
