@@ -1,19 +1,36 @@
 package health
 
 import (
+	"crypto/tls"
+	"net/http"
 	"testing"
 	"time"
 
 	"k8s.io/utils/clock"
 )
 
-// SetLimitsForTest makes the servers started until t ends use these
-// timeouts (the TLS handshake takes the smallest) and header limit.
-func SetLimitsForTest(t testing.TB, readHeader, read, write, idle time.Duration, maxHeaderBytes int) {
-	t.Helper()
-	old := limits
-	limits = serverLimits{readHeader: readHeader, read: read, write: write, idle: idle, maxHeaderBytes: maxHeaderBytes}
-	t.Cleanup(func() { limits = old })
+// Limits are a server's bounds (the package documentation's table), for
+// tests that shorten them.
+type Limits struct {
+	// The TLS handshake takes the smallest of the first three.
+	ReadHeader, Read, Write, Idle time.Duration
+	MaxHeaderBytes                int
+}
+
+func (l Limits) server() serverLimits {
+	return serverLimits{readHeader: l.ReadHeader, read: l.Read, write: l.Write, idle: l.Idle, maxHeaderBytes: l.MaxHeaderBytes}
+}
+
+// StartWithin is Start with servers bounded by l instead of the defaults.
+func StartWithin(cfg Config, l Limits) (*Server, error) {
+	cfg.limits = l.server()
+	return Start(cfg)
+}
+
+// ServeWithin is Serve, or ServeTLS if tlsConfig is not nil, bounded by l
+// instead of the defaults.
+func ServeWithin(addr string, h http.Handler, tlsConfig *tls.Config, l Limits) (*Server, error) {
+	return listen(addr, tlsConfig, h, nil, l.server())
 }
 
 // SetClockForTest makes the SecureMetrics started until t ends time their

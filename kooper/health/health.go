@@ -88,6 +88,12 @@ type Config struct {
 	SecureMetrics *SecureMetrics
 	// Logger receives the server's errors. Default log.Noop.
 	Logger log.Logger
+
+	// limits bound the connections of the servers Start starts (the plain
+	// one and the SecureMetrics one). The zero value means defaultLimits,
+	// the package documentation's table, and only this package's tests set
+	// another (export_test.go): the limits are not configurable.
+	limits serverLimits
 }
 
 // Server is a running endpoint server. Build one with Start.
@@ -107,14 +113,17 @@ func Start(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = log.Noop
 	}
-	lim := limits
+	lim := cfg.limits
+	if lim == (serverLimits{}) {
+		lim = defaultLimits()
+	}
 	mux := http.NewServeMux()
 	var secure *Server
 	if cfg.Gatherer != nil {
 		metrics := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{MaxRequestsInFlight: maxScrapes})
 		if cfg.SecureMetrics != nil {
 			var err error
-			if secure, err = startSecure(*cfg.SecureMetrics, metrics, cfg.Logger); err != nil {
+			if secure, err = startSecure(*cfg.SecureMetrics, metrics, cfg.Logger, lim); err != nil {
 				return nil, err
 			}
 		} else {
@@ -141,7 +150,7 @@ func Start(cfg Config) (*Server, error) {
 		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 		mux.HandleFunc("/debug/pprof/trace", lasting(lim, pprof.Trace))
 	}
-	srv, err := Serve(cfg.Addr, mux, cfg.Logger)
+	srv, err := listen(cfg.Addr, nil, mux, cfg.Logger, lim)
 	if err != nil {
 		if secure != nil {
 			secure.Stop()
@@ -154,20 +163,24 @@ func Start(cfg Config) (*Server, error) {
 
 // ServeTLS serves h over TLS on addr until Stop, e.g. an admission webhook.
 func ServeTLS(addr string, h http.Handler, tlsConfig *tls.Config, logger log.Logger) (*Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("could not listen on %s: %w", addr, err)
-	}
-	return serve(tls.NewListener(l, tlsConfig), h, logger), nil
+	return listen(addr, tlsConfig, h, logger, defaultLimits())
 }
 
-// Serve serves h over plain HTTP on addr until Stop. Start uses it.
+// Serve serves h over plain HTTP on addr until Stop.
 func Serve(addr string, h http.Handler, logger log.Logger) (*Server, error) {
+	return listen(addr, nil, h, logger, defaultLimits())
+}
+
+// listen serves h on addr, over TLS if tlsConfig is not nil, within lim.
+func listen(addr string, tlsConfig *tls.Config, h http.Handler, logger log.Logger, lim serverLimits) (*Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("could not listen on %s: %w", addr, err)
 	}
-	return serve(l, h, logger), nil
+	if tlsConfig != nil {
+		l = tls.NewListener(l, tlsConfig)
+	}
+	return serve(l, h, logger, lim), nil
 }
 
 // maxScrapes is how many requests /metrics serves at once; beyond it,
@@ -180,30 +193,34 @@ type serverLimits struct {
 	maxHeaderBytes                int
 }
 
-// limits applies to every server started after it is set; tests shorten it.
-var limits = serverLimits{
-	// Also bounds the TLS handshake: net/http gives it the smallest of
-	// the read header, read and write timeouts.
-	readHeader: 5 * time.Second,
-	// A scrape, a probe or an AdmissionReview (at most a few MiB, sent by
-	// an API server that gives up after 30s) is read in well under that.
-	read: 30 * time.Second,
-	// The API server waits at most 30s for a webhook, Prometheus 10s by
-	// default for a scrape.
-	write: 30 * time.Second,
-	// Longer than Prometheus' usual scrape intervals and client-go's idle
-	// connection timeout (90s), so keep-alive connections get reused.
-	idle: 90 * time.Second,
-	// Bearer tokens are the largest headers expected, a few KiB. net/http
-	// allows 4 KiB more than this before answering 431.
-	maxHeaderBytes: 32 << 10,
+// defaultLimits are the limits of every server of this package; only its
+// tests start servers with others (Config.limits, export_test.go).
+func defaultLimits() serverLimits {
+	return serverLimits{
+		// Also bounds the TLS handshake: net/http gives it the smallest of
+		// the read header, read and write timeouts.
+		readHeader: 5 * time.Second,
+		// A scrape, a probe or an AdmissionReview (at most a few MiB, sent
+		// by an API server that gives up after 30s) is read in well under
+		// that.
+		read: 30 * time.Second,
+		// The API server waits at most 30s for a webhook, Prometheus 10s
+		// by default for a scrape.
+		write: 30 * time.Second,
+		// Longer than Prometheus' usual scrape intervals and client-go's
+		// idle connection timeout (90s), so keep-alive connections get
+		// reused.
+		idle: 90 * time.Second,
+		// Bearer tokens are the largest headers expected, a few KiB.
+		// net/http allows 4 KiB more than this before answering 431.
+		maxHeaderBytes: 32 << 10,
+	}
 }
 
-func serve(l net.Listener, h http.Handler, logger log.Logger) *Server {
+func serve(l net.Listener, h http.Handler, logger log.Logger, lim serverLimits) *Server {
 	if logger == nil {
 		logger = log.Noop
 	}
-	lim := limits
 	s := &Server{
 		addr: l.Addr().String(),
 		srv: &http.Server{

@@ -122,15 +122,15 @@ var slowClients = []slowClient{
 // idle between requests, or one reading a body, stayed open forever.
 func TestTheServerClosesSlowConnections(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	health.SetLimitsForTest(t, 300*time.Millisecond, time.Second, time.Second, 500*time.Millisecond, 32<<10)
+	short := health.Limits{ReadHeader: 300 * time.Millisecond, Read: time.Second, Write: time.Second, Idle: 500 * time.Millisecond, MaxHeaderBytes: 32 << 10}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	plain, err := health.Serve("127.0.0.1:0", mux, nil)
+	plain, err := health.ServeWithin("127.0.0.1:0", mux, nil, short)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer plain.Stop()
-	tlsSrv, err := health.ServeTLS("127.0.0.1:0", mux, selfSigned(t), nil)
+	tlsSrv, err := health.ServeWithin("127.0.0.1:0", mux, selfSigned(t), short)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,8 +212,8 @@ func TestTooLargeHeadersAreRefusedAndNormalRequestsServed(t *testing.T) {
 // write timeouts: it must neither be cut short nor fail.
 func TestAProfileMayLastLongerThanTheTimeouts(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	health.SetLimitsForTest(t, 300*time.Millisecond, 500*time.Millisecond, 500*time.Millisecond, time.Second, 32<<10)
-	srv, err := health.Start(health.Config{Addr: "127.0.0.1:0", EnableProfiling: true})
+	short := health.Limits{ReadHeader: 300 * time.Millisecond, Read: 500 * time.Millisecond, Write: 500 * time.Millisecond, Idle: time.Second, MaxHeaderBytes: 32 << 10}
+	srv, err := health.StartWithin(health.Config{Addr: "127.0.0.1:0", EnableProfiling: true}, short)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -258,7 +258,7 @@ func (t *throttle) log(write func(msg string, kv ...any), msg string, kv ...any)
 
 // startSecure serves h (the metrics) on cfg.Addr over TLS, behind the
 // authorizer.
-func startSecure(cfg SecureMetrics, h http.Handler, logger log.Logger) (*Server, error) {
+func startSecure(cfg SecureMetrics, h http.Handler, logger log.Logger, lim serverLimits) (*Server, error) {
 	switch {
 	case cfg.Addr == "":
 		return nil, errors.New("health: secure metrics need an address")
@@ -279,7 +279,7 @@ func startSecure(cfg SecureMetrics, h http.Handler, logger log.Logger) (*Server,
 	a := newAuthorizer(cfg, logger, secureClock)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", a.wrap(h))
-	return ServeTLS(cfg.Addr, mux, tlsCfg, logger)
+	return listen(cfg.Addr, tlsCfg, mux, logger, lim)
 }
 
 // selfSigned makes a certificate for the host name, localhost and
