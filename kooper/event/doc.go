@@ -4,9 +4,10 @@
 //
 // [New] builds a [Recorder] from a [Config]; [Recorder.Normal] and
 // [Recorder.Warning] queue an event about an object and return at once; a
-// background goroutine writes it through the clientset. [Recorder.Shutdown]
-// writes what is still queued, within its context's deadline, and stops
-// that goroutine.
+// background goroutine, started by the first event, writes it through the
+// clientset. [Recorder.Shutdown] writes what is still queued, within its
+// context's deadline, and stops that goroutine. A Recorder that never
+// recorded an event holds no goroutine.
 //
 //	rec, err := event.New(event.Config{Client: client, Component: "foo-operator"})
 //	if err != nil {

@@ -70,20 +70,27 @@ func (c Config) validate() error {
 // Recorder records events about objects. It is safe for concurrent use.
 // Build it with [New] and call [Recorder.Shutdown] when done.
 type Recorder struct {
-	client      kubernetes.Interface
-	scheme      *runtime.Scheme
-	broadcaster record.EventBroadcaster
-	recorder    record.EventRecorder
-	correlator  *record.EventCorrelator
+	client     kubernetes.Interface
+	scheme     *runtime.Scheme
+	source     corev1.EventSource
+	correlator *record.EventCorrelator
 	// writes is the context of the writes: cancelled when Shutdown gives up.
 	writes     context.Context
 	stopWrites context.CancelFunc
 
-	mu       sync.Mutex
-	closed   bool          // Shutdown began: new events are dropped
-	pending  int           // events accepted and not yet written or dropped
-	drained  chan struct{} // closed when pending reaches 0 after closed
-	shutdown sync.Once
+	mu      sync.Mutex
+	closed  bool          // Shutdown began: new events are dropped
+	pending int           // events accepted and not yet written or dropped
+	drained chan struct{} // closed when pending reaches 0 after closed
+	// The queue and its goroutines, started by the first event (start):
+	// broadcaster and recorder are nil until then.
+	broadcaster record.EventBroadcaster
+	recorder    record.EventRecorder
+	shutdown    sync.Once
+
+	// writing is held while an event is written: Shutdown takes it to wait
+	// for the write in progress.
+	writing sync.Mutex
 }
 
 // Retries of a write the API server did not answer (a network error): as
@@ -94,28 +101,47 @@ const (
 	retryDelay = 10 * time.Second
 )
 
-// New returns a Recorder writing events through cfg.Client, and starts the
-// goroutine that writes them. Call [Recorder.Shutdown] to stop it.
+// New returns a Recorder writing events through cfg.Client. It starts no
+// goroutine: the first event recorded starts the two that queue and write
+// events, and [Recorder.Shutdown] stops them. A Recorder that never records
+// an event holds no goroutine, Shutdown or not.
 func New(cfg Config) (*Recorder, error) {
 	cfg.defaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	writes, stop := context.WithCancel(context.Background())
-	r := &Recorder{
-		client:      cfg.Client,
-		scheme:      cfg.Scheme,
-		broadcaster: record.NewBroadcaster(),
-		correlator:  record.NewEventCorrelatorWithOptions(cfg.Correlator),
-		writes:      writes,
-		stopWrites:  stop,
-		drained:     make(chan struct{}),
-	}
+	return &Recorder{
+		client:     cfg.Client,
+		scheme:     cfg.Scheme,
+		source:     corev1.EventSource{Component: cfg.Component, Host: cfg.Host},
+		correlator: record.NewEventCorrelatorWithOptions(cfg.Correlator),
+		writes:     writes,
+		stopWrites: stop,
+		drained:    make(chan struct{}),
+	}, nil
+}
+
+// start starts the queue and the writing of what it delivers: two
+// goroutines, client-go's. r.mu is held.
+func (r *Recorder) start() {
 	// client-go's broadcaster queues the events and builds them; this
 	// package correlates and writes them, so it knows when each is done.
-	r.broadcaster.StartEventWatcher(r.write)
-	r.recorder = r.broadcaster.NewRecorder(cfg.Scheme, corev1.EventSource{Component: cfg.Component, Host: cfg.Host})
-	return r, nil
+	r.broadcaster = record.NewBroadcaster()
+	r.broadcaster.StartEventWatcher(r.deliver)
+	r.recorder = r.broadcaster.NewRecorder(r.scheme, r.source)
+}
+
+// deliver writes e, unless Shutdown gave up on the queue: it then drops e
+// at once, without a request.
+func (r *Recorder) deliver(e *corev1.Event) {
+	r.writing.Lock()
+	defer r.writing.Unlock()
+	if r.writes.Err() != nil {
+		r.done()
+		return
+	}
+	r.write(e)
 }
 
 // Normal queues an event of type Normal about obj: something worth telling
@@ -135,18 +161,21 @@ func (r *Recorder) Warning(obj runtime.Object, reason, msgFmt string, args ...an
 func (r *Recorder) record(obj runtime.Object, typ, reason, msgFmt string, args ...any) {
 	// An object whose kind the scheme does not know makes no event (client-go
 	// logs why): count only what will reach write.
-	if _, err := reference.GetReference(r.scheme, obj); err != nil {
-		r.recorder.Eventf(obj, typ, reason, msgFmt, args...)
-		return
-	}
+	_, refErr := reference.GetReference(r.scheme, obj)
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return
 	}
-	r.pending++
+	if r.recorder == nil {
+		r.start()
+	}
+	if refErr == nil {
+		r.pending++
+	}
+	rec := r.recorder
 	r.mu.Unlock()
-	r.recorder.Eventf(obj, typ, reason, msgFmt, args...)
+	rec.Eventf(obj, typ, reason, msgFmt, args...)
 }
 
 // done counts one accepted event as written or dropped.
@@ -161,14 +190,17 @@ func (r *Recorder) done() {
 
 // Shutdown stops the Recorder. Events recorded from now on are dropped;
 // those already queued are written until ctx is done, and then given up,
-// with the write in progress cancelled. It returns once the background
-// goroutine is told to stop (client-go offers no way to wait for its very
-// last instruction). Calling Shutdown again does nothing.
+// with the write in progress cancelled. It returns once no write is in
+// progress (a client-go clientset's returns at once when its context is
+// cancelled) and the Recorder's goroutines are stopped: they return at once,
+// with nothing left to do (client-go offers no way to wait for a goroutine's
+// very last instruction). Calling Shutdown again does nothing.
 func (r *Recorder) Shutdown(ctx context.Context) {
 	r.shutdown.Do(func() {
 		r.mu.Lock()
 		r.closed = true
 		empty := r.pending == 0
+		broadcaster := r.broadcaster
 		r.mu.Unlock()
 		if !empty {
 			select {
@@ -177,13 +209,21 @@ func (r *Recorder) Shutdown(ctx context.Context) {
 			}
 		}
 		r.stopWrites()
-		r.broadcaster.Shutdown()
+		if broadcaster == nil {
+			return // nothing was recorded: nothing started
+		}
+		// Stops the queue's goroutine (it returns once that has) and the
+		// one delivering events, which drops what is left (deliver).
+		broadcaster.Shutdown()
+		// Wait for the write in progress, cancelled, to return.
+		r.writing.Lock()
+		defer r.writing.Unlock()
 	})
 }
 
 // write correlates e (folding repeats, rate limiting per object) and writes
 // the result, retrying what the API server did not answer. It runs on the
-// broadcaster's goroutine, one event at a time.
+// goroutine client-go's broadcaster delivers events on, one at a time.
 func (r *Recorder) write(e *corev1.Event) {
 	defer r.done()
 	ev := *e // other watchers of the broadcaster see the original

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -166,6 +167,78 @@ func TestRecorderShutdownEndsAtItsDeadline(t *testing.T) {
 	r.Shutdown(ctx)
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("Shutdown took %s, want it to end at its 200ms deadline", took)
+	}
+	goleak.VerifyNone(t)
+}
+
+// A Recorder starts its goroutines with its first event, and none remains
+// after Shutdown: one that never records holds none, even when nobody can
+// call its Shutdown any more.
+func TestRecorderLeavesNoGoroutine(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0"}}
+	tests := []struct {
+		name     string
+		record   bool
+		shutdown bool
+	}{
+		{name: "a recorder that never records and is never shut down leaves none"},
+		{name: "a recorder that never records leaves none after Shutdown", shutdown: true},
+		{name: "a recorder that recorded leaves none after Shutdown", record: true, shutdown: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			r, err := event.New(event.Config{Client: client, Component: "test-operator"})
+			if err != nil {
+				t.Fatalf("got error %v, want nil", err)
+			}
+			if tt.record {
+				r.Normal(pod, "Created", "created")
+				waitForEvents(t, client, "shop", 1)
+			}
+			if tt.shutdown {
+				r.Shutdown(context.Background())
+			}
+			goleak.VerifyNone(t)
+		})
+	}
+}
+
+// Shutdown gives up on a write at its deadline, but returns only once that
+// write has: no write runs after it.
+func TestRecorderShutdownWaitsForTheWriteInProgress(t *testing.T) {
+	client := fake.NewClientset()
+	writing, release := make(chan struct{}), make(chan struct{})
+	started := sync.OnceFunc(func() { close(writing) })
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		started()
+		<-release // a write that takes its time, whatever its context says
+		return true, nil, errors.New("connection refused")
+	})
+	r, err := event.New(event.Config{Client: client, Component: "test-operator"})
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	r.Normal(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0"}}, "Slow", "written slowly")
+	<-writing
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	returned := make(chan struct{})
+	go func() {
+		defer close(returned)
+		r.Shutdown(ctx)
+	}()
+	select {
+	case <-returned:
+		t.Error("got Shutdown returned while a write was in progress, want it to wait for the write")
+	case <-time.After(500 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case <-returned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("got Shutdown still running 10s after the write returned, want it returned")
 	}
 	goleak.VerifyNone(t)
 }
