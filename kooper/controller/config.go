@@ -96,10 +96,10 @@ type Config struct {
 	// Each object is still handled once for the initial list, and
 	// Transform still runs once per object: client-go hands a streamed list
 	// to the cache only at its end, so the controller taps the stream and
-	// queues each object as it arrives. It pays when handlers wait on I/O:
-	// handling 10,000 pods at 1 ms each took 0.70-0.72x the time of waiting
-	// for the full cache first; a handler with nothing to wait for has
-	// little to overlap (bench/README.md). With a Shared retriever, or when the API server cannot stream lists,
+	// queues each object as it arrives. It pays when handlers wait on I/O,
+	// whose waits then overlap with the list; a handler with nothing to
+	// wait for has little to overlap (measurements in bench/README.md).
+	// With a Shared retriever, or when the API server cannot stream lists,
 	// handling starts as objects enter the cache. Default false: handling
 	// starts once the cache is complete.
 	HandleDuringSync bool
