@@ -85,8 +85,8 @@ func makeArgs(args ...string) []string {
 }
 
 // A newcomer's journey, on a copy of this repository (never written):
-// rename the module and the API groups' suffix, scaffold three operators
-// of their own, remove the pod-terminator. Then no file but the license
+// scaffold three operators of their own, rename the module and the API
+// groups' suffix (the scaffolds' with the rest), remove the pod-terminator. Then no file but the license
 // and the history names the old module, suffix or registry; lint, the
 // generated-code check, the unit tests, every operator's integration
 // tests, the manifests tests and make run pass, with no hand edit in
@@ -97,7 +97,7 @@ func makeArgs(args ...string) []string {
 // check that each operator is complete).
 func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 	if testing.Short() {
-		t.Skip("renames, scaffolds, removes and runs make test's checks: a quarter of an hour")
+		t.Skip("scaffolds, renames, removes and runs make test's checks: a quarter of an hour")
 	}
 	start := time.Now()
 	root := worktree.Copy(t)
@@ -134,22 +134,21 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 		return append(append(args, scaffoldNames...), "--", ":!hack/template/integration")
 	}
 
-	// 1. Rename first, then write your operators: the scaffolder works on
-	// a renamed tree.
-	steps := []step{
-		{name: "rename the module and the API groups' suffix", args: makeArgs("rename", "MODULE="+module, "GROUP_SUFFIX="+groupSuffix),
-			want:    []string{"module path: " + oldModule + " -> " + module, "API group suffix: " + oldSuffix + " -> " + groupSuffix, "renamed;"},
-			wantNot: []string{"still hold an old name"}},
-	}
-	// 2. The three scaffolds, under the new suffix and module.
+	// 1. Three operators of your own, scaffolded under the old names (a
+	// team that starts writing before it renames)...
+	var steps []step
 	for _, s := range scaffolds {
-		args := []string{"go", "run", "./hack/newoperator", "-name", s.name, "-group", s.group(), "-kind", s.kind, "-scope", s.scope}
+		args := []string{"go", "run", "./hack/newoperator", "-name", s.name, "-group", s.short + "." + oldSuffix, "-kind", s.kind, "-scope", s.scope}
 		if s.owns != "" {
 			args = append(args, "-owns", s.owns)
 		}
 		steps = append(steps, step{name: "scaffold " + s.name + " (" + s.scope + ", owning " + cmp.Or(s.owns, "nothing") + ")", args: args,
 			want: []string{"operator " + s.name + " is ready"}})
 	}
+	// 2. ...then renamed with the rest: their groups and imports too.
+	steps = append(steps, step{name: "rename the module and the API groups' suffix", args: makeArgs("rename", "MODULE="+module, "GROUP_SUFFIX="+groupSuffix),
+		want:    []string{"module path: " + oldModule + " -> " + module, "API group suffix: " + oldSuffix + " -> " + groupSuffix, "renamed;"},
+		wantNot: []string{"still hold an old name"}})
 	steps = append(steps,
 		step{name: "the scaffolds import the renamed module's API packages",
 			args: append([]string{"go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}"}, handlers...),
