@@ -128,9 +128,9 @@ test-integration: build prometheus ## Integration tests against a local control 
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
 	@# hack/image's tests render manifests with bin/kubectl, linked above.
 	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
-	@# The end-to-end tests of make new-operator and of make rename and
-	@# remove-operator (hack/template/integration) take longer than go
-	@# test's default 10 minutes.
+	@# The end-to-end test of make rename, new-operator and remove-operator
+	@# (hack/template/integration) takes longer than go test's default 10
+	@# minutes.
 	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 -timeout 60m $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
 	@# Three runs on control planes of their own, side by side (their
 	@# binaries are built above); each one's output shows when it ends.
@@ -146,7 +146,8 @@ _test-grafana:
 # package's TestMain starts one control plane per go test process, so each
 # pass meets what the earlier ones left: tests name their objects per run,
 # read counters as differences and await their cleanup. One package at a
-# time (-p 1); hack/newoperator takes 7-10 minutes a pass, hence the timeout.
+# time (-p 1); hack/template's journey takes about 15 minutes a pass, hence
+# the timeout.
 REPEAT ?= 3
 
 .PHONY: test-repeat
@@ -219,8 +220,8 @@ lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pi
 	$(IMAGE_TOOL) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 	$(FAULTS) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
-# lint-packages lints LINT_PACKAGES of the root module only: make
-# new-operator's test lints what it wrote with it.
+# lint-packages lints LINT_PACKAGES of the root module only, quicker than
+# make lint while you change a few (LINT_PACKAGES=./operators/web-demo/...).
 .PHONY: lint-packages
 lint-packages: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run $(LINT_PACKAGES)

@@ -1,6 +1,7 @@
-// Package integration is the generator's end-to-end test: it scaffolds two
-// operators into a copy of the repository, then builds them and runs their
-// unit tests and their integration tests against a local control plane. It
-// takes minutes, so it runs with the integration tests (make
-// test-integration), not with -short. It has no non-test code.
+// Package integration tests what the generator writes against a real API
+// server: the RBAC and admission policy of a scaffold, tried with the
+// operator's own token. That the scaffolds build, pass their own tests and
+// run is make new-operator's part of the journey test
+// (hack/template/integration), on a copy of the repository. It has no
+// non-test code.
 package integration

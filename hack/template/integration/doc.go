@@ -1,7 +1,9 @@
-// Package integration is make rename's and make remove-operator's
-// end-to-end test: on a copy of the repository, a newcomer's whole journey
-// to a repository of their own, then every check make test makes of it
-// that the journey could break. It takes tens of minutes, so it runs with
-// the integration tests (make test-integration), not with -short. It has
-// no non-test code.
+// Package integration is make rename's, make new-operator's and make
+// remove-operator's end-to-end test: on a copy of the repository, a
+// newcomer's whole journey to a repository of their own (scaffold three
+// operators, rename everything, remove a sample), then every check make
+// test makes of it that the journey could break, each run once for the
+// whole tree, and last the scaffolds' removal. It takes about a quarter of an hour, so it
+// runs with the integration tests (make test-integration), not with
+// -short. It has no non-test code.
 package integration

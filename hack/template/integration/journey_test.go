@@ -2,9 +2,12 @@ package integration_test
 
 import (
 	"bytes"
+	"cmp"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +18,29 @@ import (
 )
 
 // What the journey makes the repository: Acme's platform, which keeps the
-// multi-resource operator only.
+// multi-resource operator and adds operators of its own.
 const (
 	module      = "example.com/acme/platform"
 	groupSuffix = "acme.example.com"
-	// scaffold is an operator the journey adds, then removes with the
-	// same command as the sample: removal works from what each operator
-	// owns, not from a list of the samples.
-	scaffold = "widget-demo"
 )
+
+// scaffold is an operator the journey writes with make new-operator.
+type scaffold struct {
+	name, short, kind, scope, owns string // short: the group's first label, apis/<short>
+}
+
+func (s scaffold) group() string { return s.short + "." + groupSuffix }
+
+// The three operators the journey scaffolds: every shape the generator
+// writes is one of a cluster-scoped or namespaced kind, owning some kinds
+// or none, and every kind it knows is owned by one of them. Each is then
+// removed with the same command as the sample: removal works from what an
+// operator owns, not from a list of the samples.
+var scaffolds = []scaffold{
+	{name: "demo-cluster", short: "democluster", kind: "Widget", scope: "Cluster", owns: "ConfigMap,ServiceAccount"},
+	{name: "demo-namespaced", short: "demonamespaced", kind: "Gadget", scope: "Namespaced"},
+	{name: "demo-owner", short: "demoowner", kind: "Vault", scope: "Namespaced", owns: "ConfigMap,Secret,ServiceAccount,Role,RoleBinding,Service,Deployment"},
+}
 
 // oldNames returns the repository's module path, the suffix its API
 // groups share, and the name in both that no file may hold after the
@@ -45,16 +62,44 @@ func oldNames(t *testing.T, root string) (mod, suffix, name string) {
 	return r.Module, suffix, name
 }
 
+// step is one command of the journey, run at the copy's root.
+type step struct {
+	name string
+	args []string
+	want []string // lines of output it must print
+	// wantNot are texts the output must not hold.
+	wantNot []string
+	// empty: the command must print nothing (git grep finds nothing, gofmt
+	// -l lists nothing). Its exit status is not checked: git grep exits 1
+	// when it finds nothing.
+	empty bool
+	// noSkip: a test of its -v output that skipped fails the step, so a
+	// check cannot go quiet.
+	noSkip bool
+}
+
+// makeArgs is the command line of make with args, its targets and
+// variables.
+func makeArgs(args ...string) []string {
+	return append([]string{"make", "--no-print-directory"}, args...)
+}
+
 // A newcomer's journey, on a copy of this repository (never written):
-// scaffold a third operator, rename the module and the API groups' suffix,
-// remove the pod-terminator and the scaffold. Then no file but the license
-// and the history names the old module, suffix or registry, and lint, the
-// generated-code check, the unit tests, the kept operator's integration
-// tests and make run pass, with no hand edit in between.
+// scaffold three operators of their own, rename the module and the API
+// groups' suffix (the scaffolds' with the rest), remove the pod-terminator. Then no file but the license
+// and the history names the old module, suffix or registry; lint, the
+// generated-code check, the unit tests, every operator's integration
+// tests, the manifests tests and make run pass, with no hand edit in
+// between. Last, the scaffolds are removed as the sample was, and the tree
+// is green again and holds nothing of theirs. Each piece of work is done
+// once: make lint, verify-generate and test-unit cover the scaffolds as
+// every operator (gofmt, vet, golangci-lint, their unit tests, the
+// check that each operator is complete).
 func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 	if testing.Short() {
-		t.Skip("scaffolds, renames, removes and runs make test's checks: tens of minutes")
+		t.Skip("scaffolds, renames, removes and runs make test's checks: a quarter of an hour")
 	}
+	start := time.Now()
 	root := worktree.Copy(t)
 	oldModule, oldSuffix, oldName := oldNames(t, root)
 	if !strings.Contains(oldModule, oldName) {
@@ -69,42 +114,105 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 			env = append(env, devcluster.EnvBinDir+"="+bin)
 		}
 	}
-	steps := []struct {
-		name string
-		args []string
-		want []string // lines of output it must print
-		// wantNot are texts the output must not hold.
-		wantNot []string
-		// empty: the command must print nothing (git grep finds nothing).
-		empty bool
-	}{
-		{name: "scaffold a third operator", args: []string{"go", "run", "./hack/newoperator",
-			"-name", scaffold, "-group", "widgets." + oldSuffix, "-kind", "Widget", "-scope", "Namespaced", "-owns", "ConfigMap"},
-			want: []string{"operator " + scaffold + " is ready"}},
-		{name: "rename the module and the API groups' suffix", args: []string{"make", "--no-print-directory", "rename", "MODULE=" + module, "GROUP_SUFFIX=" + groupSuffix},
-			want:    []string{"module path: " + oldModule + " -> " + module, "API group suffix: " + oldSuffix + " -> " + groupSuffix, "renamed;"},
-			wantNot: []string{"still hold an old name"}},
-		{name: "remove the pod-terminator", args: []string{"make", "--no-print-directory", "remove-operator", "NAME=pod-terminator"},
-			want: []string{"remove apis/chaos (its API group chaos." + groupSuffix + ")", "operator pod-terminator is removed"}},
-		{name: "remove the scaffold", args: []string{"make", "--no-print-directory", "remove-operator", "NAME=" + scaffold},
-			want: []string{"remove apis/widgets (its API group widgets." + groupSuffix + ")", "operator " + scaffold + " is removed"}},
-		// git grep searches what git tracks: a repository of the copy.
-		{name: "git init", args: []string{"git", "init", "-q"}},
-		{name: "git add", args: []string{"git", "add", "-A"}},
-		{name: "no old name is left but in the license and the history", empty: true,
-			args: []string{"git", "grep", "-n", "-F", "-e", oldName, "--", ":!LICENSE", ":!CHANGELOG.md"}},
-		{name: "lint", args: []string{"make", "--no-print-directory", "lint"}},
-		{name: "generated code, CRDs, dashboards and docs are up to date", args: []string{"make", "--no-print-directory", "verify-generate"}},
-		{name: "the unit tests", args: []string{"make", "--no-print-directory", "test-unit"}},
-		// The kept operator on the local control plane, linked into the
-		// copy's bin/ from the per-user cache (built there by make test).
-		{name: "link the control plane", args: []string{"make", "--no-print-directory", "controlplane", "WITH_KWOK=1"}},
-		{name: "the kept operator's integration tests", args: []string{"go", "test", "-race", "-count=1", "./operators/multi-resource/integration"},
-			want: []string{"ok  \t" + module + "/operators/multi-resource/integration"}},
-		{name: "make run starts what is left, and its demo works", args: []string{"make", "--no-print-directory", "run", "RUN_ARGS=-duration 60s"},
-			want:    []string{"Tenant demo is Ready", "removed the demo of multi-resource", "stopping the local control plane"},
-			wantNot: []string{"[pod-terminator]", "[" + scaffold + "]"}},
+
+	// What the scaffolds write, in every form a file may name them: the
+	// operator, its API group and its Go packages. This package's files
+	// name them too (and are no scaffold's).
+	var scaffoldNames, readmes, handlers, imports, integration, integrationOK, rendered, ready []string
+	for _, s := range scaffolds {
+		scaffoldNames = append(scaffoldNames, "-e", s.name, "-e", s.group(), "-e", module+"/apis/"+s.short)
+		readmes = append(readmes, "operators/"+s.name+"/README.md")
+		handlers = append(handlers, "./operators/"+s.name+"/internal/handler")
+		imports = append(imports, module+"/apis/"+s.short+"/v1alpha1")
+		integration = append(integration, "./operators/"+s.name+"/integration")
+		integrationOK = append(integrationOK, "ok  \t"+module+"/operators/"+s.name+"/integration")
+		rendered = append(rendered, "--- PASS: TestEachOperatorRendersWhatItNeedsAndNothingElse/"+s.name+" ")
+		ready = append(ready, s.name+": the example operators/"+s.name+"/example.yaml is Ready")
 	}
+	grepScaffolds := func(flags ...string) []string {
+		args := append([]string{"git", "grep"}, flags...)
+		return append(append(args, scaffoldNames...), "--", ":!hack/template/integration")
+	}
+
+	// 1. Three operators of your own, scaffolded under the old names (a
+	// team that starts writing before it renames)...
+	var steps []step
+	for _, s := range scaffolds {
+		args := []string{"go", "run", "./hack/newoperator", "-name", s.name, "-group", s.short + "." + oldSuffix, "-kind", s.kind, "-scope", s.scope}
+		if s.owns != "" {
+			args = append(args, "-owns", s.owns)
+		}
+		steps = append(steps, step{name: "scaffold " + s.name + " (" + s.scope + ", owning " + cmp.Or(s.owns, "nothing") + ")", args: args,
+			want: []string{"operator " + s.name + " is ready"}})
+	}
+	// 2. ...then renamed with the rest: their groups and imports too.
+	steps = append(steps, step{name: "rename the module and the API groups' suffix", args: makeArgs("rename", "MODULE="+module, "GROUP_SUFFIX="+groupSuffix),
+		want:    []string{"module path: " + oldModule + " -> " + module, "API group suffix: " + oldSuffix + " -> " + groupSuffix, "renamed;"},
+		wantNot: []string{"still hold an old name"}})
+	steps = append(steps,
+		step{name: "the scaffolds import the renamed module's API packages",
+			args: append([]string{"go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}"}, handlers...),
+			want: imports},
+		// 3. The sample the platform does not keep.
+		step{name: "remove the pod-terminator", args: makeArgs("remove-operator", "NAME=pod-terminator"),
+			want: []string{"remove apis/chaos (its API group chaos." + groupSuffix + ")", "operator pod-terminator is removed"}},
+		// 4. git grep searches what git tracks: a repository of the copy.
+		step{name: "git init", args: []string{"git", "init", "-q"}},
+		step{name: "git add", args: []string{"git", "add", "-A"}},
+		step{name: "no old name is left but in the license and the history (the scaffolds' files included)", empty: true,
+			args: []string{"git", "grep", "-n", "-F", "-e", oldName, "-e", oldModule, "-e", oldSuffix,
+				"-e", regexp.QuoteMeta(oldSuffix), "-e", strings.ReplaceAll(regexp.QuoteMeta(oldSuffix), `\`, `\\`),
+				"--", ":!LICENSE", ":!CHANGELOG.md"}},
+		// What the last step looks for is there now, or it would prove
+		// nothing.
+		step{name: "the scaffolds are in the tree", args: grepScaffolds("-l", "-F"), want: readmes},
+		// 5. make test's checks of the whole tree: the scaffolds' gofmt,
+		// vet, lint, unit tests and completeness (./operators/) with the
+		// rest.
+		step{name: "lint", args: makeArgs("lint")},
+		step{name: "generated code, CRDs, dashboards and docs are up to date", args: makeArgs("verify-generate")},
+		step{name: "the unit tests", args: makeArgs("test-unit")},
+		// 6. On the local control plane, linked into the copy's bin/ from
+		// the per-user cache (built there by make test), with promtool,
+		// which their metrics checks run.
+		step{name: "link the control plane, promtool and prometheus", args: makeArgs("controlplane", "WITH_KWOK=1", "prometheus")},
+		step{name: "every operator's integration tests", noSkip: true,
+			args: append([]string{"go", "test", "-race", "-count=1", "-v", "./operators/multi-resource/integration"}, integration...),
+			want: append([]string{"ok  \t" + module + "/operators/multi-resource/integration"}, integrationOK...)},
+		// Less the two tests that deploy and run every operator (make
+		// deploy, and their pods), minutes each: make test runs them in
+		// this repository.
+		step{name: "the manifests tests cover them", args: []string{"go", "test", "-count=1",
+			"-skip", "^(TestMakeDeployAndUndeploy|TestTheOperatorsRunAsTheirDeploymentsSay)$", "-v", "./manifests/integration"},
+			want:    append([]string{"--- PASS: TestEachOperatorRendersWhatItNeedsAndNothingElse/multi-resource "}, rendered...),
+			wantNot: []string{"/pod-terminator "}},
+		// 7. make build, then every operator started, each demo at work.
+		step{name: "make run starts what is left and what was added, and their demos work", args: makeArgs("run", "RUN_ARGS=-duration 60s"),
+			want:    append([]string{"Tenant demo is Ready", "removed the demo of multi-resource", "stopping the local control plane"}, ready...),
+			wantNot: []string{"[pod-terminator]"}},
+	)
+	// 8. The scaffolds go as the sample went, and leave a green tree:
+	// what make generate writes, the root module's build and vet, and the
+	// unit tests that list the operators.
+	for _, s := range scaffolds {
+		steps = append(steps, step{name: "remove " + s.name, args: makeArgs("remove-operator", "NAME="+s.name),
+			want: []string{"remove apis/" + s.short + " (its API group " + s.group() + ")", "operator " + s.name + " is removed"}})
+	}
+	steps = append(steps,
+		step{name: "gofmt after the removals", args: []string{"gofmt", "-l", "."}, empty: true},
+		step{name: "generated code, CRDs, dashboards and docs are up to date after the removals", args: makeArgs("verify-generate")},
+		step{name: "the root module builds after the removals", args: []string{"go", "build", "./..."}},
+		step{name: "and vets", args: []string{"go", "vet", "./..."}},
+		// Each lists the operators from the tree: each is complete, builds
+		// as make build does, can be removed, has its docs index line and
+		// dashboard.
+		step{name: "the unit tests that list the operators", args: []string{"go", "test", "-count=1",
+			"./operators/", "./hack/build/", "./hack/docs/", "./hack/internal/inventory/"}},
+		step{name: "the dashboards' unit tests, which list them too", args: []string{"go", "-C", "grafana", "test", "-count=1", "./internal/dashboards/"}},
+		step{name: "git add after the removals", args: []string{"git", "add", "-A"}},
+		step{name: "nothing of the scaffolds is left", args: grepScaffolds("-n", "-F"), empty: true},
+	)
+
 	for _, step := range steps {
 		began := time.Now()
 		cmd := exec.Command(step.args[0], step.args[1:]...)
@@ -115,7 +223,6 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 		err := cmd.Run()
 		t.Logf("%s: %s (%s)", step.name, strings.Join(step.args, " "), time.Since(began).Round(100*time.Millisecond))
 		if step.empty {
-			// git grep exits 1 when it finds nothing.
 			if out.Len() > 0 {
 				t.Fatalf("%s: found\n%s", step.name, out.String())
 			}
@@ -134,5 +241,17 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 				t.Errorf("%s: the output says %q:\n%s", step.name, bad, out.String())
 			}
 		}
+		if step.args[0] == "go" && slices.Contains(step.args, "-v") {
+			for _, line := range strings.Split(out.String(), "\n") {
+				line = strings.TrimSpace(line)
+				if strings.Contains(line, "operators: [") || strings.HasPrefix(line, "--- ") {
+					t.Log(line)
+				}
+				if step.noSkip && strings.HasPrefix(line, "--- SKIP") {
+					t.Errorf("%s: a test skipped: %s", step.name, line)
+				}
+			}
+		}
 	}
+	t.Logf("the journey took %s", time.Since(start).Round(time.Second))
 }
