@@ -146,12 +146,13 @@ func podTerminatorExamples(t *testing.T, p *podsTest) {
 	})
 	eventually(t, 60*time.Second, "the evicted pod is replaced", fourReady)
 
-	// The tutorial's last command.
+	// The deployed webhook refuses what the tutorial shows the dev loop's
+	// refusing: a PodTerminator reaching into kube-system.
 	cmd := exec.Command(kubectlPathOf(p.cluster), "--kubeconfig", p.cluster.KubeconfigPath(),
-		"patch", "pt", "web", "--type=merge", "-p", `{"spec":{"namespaces":["kube-system"]}}`)
+		"patch", "pt", "shop-web", "--type=merge", "-p", `{"spec":{"namespaces":["kube-system"]}}`)
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), `admission webhook "podterminators.chaos.kooperkit.io" denied the request`) {
-		t.Errorf("kubectl patch pt web to kube-system: %v: %s; want the webhook's refusal", err, out)
+		t.Errorf("kubectl patch pt shop-web to kube-system: %v: %s; want the webhook's refusal", err, out)
 	}
 	for _, name := range append(names, live.Name) {
 		if err := p.crs.ChaosV1alpha1().PodTerminators().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
