@@ -87,7 +87,10 @@ devcluster-stop: ## Stop the make devcluster running in another shell, no PID ne
 	$(GO) run ./hack/devcluster -stop
 
 .PHONY: test
-test: lint verify-generate test-unit test-integration test-bench ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane (the fault runs included), benchmark smoke tests. TESTFLAGS go to every go test (TESTFLAGS=-v names each test).
+test: lint verify-generate test-unit ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane (the fault runs included), benchmark smoke tests. TESTFLAGS go to every go test (TESTFLAGS=-v names each test).
+	@# The integration tests, then the benchmarks' smoke tests side by side
+	@# with the other runs that follow them (test-integration, test-bench).
+	@$(MAKE) --no-print-directory test-integration SIDE_BY_SIDE=_test-bench
 
 # TESTFLAGS are added to each go test that the test targets run: -v lists
 # every test, and its skips (make newcomer counts them).
@@ -129,16 +132,23 @@ test-unit: prometheus ## Unit tests and examples with the race detector (fast, n
 .PHONY: test-integration
 test-integration: build prometheus ## Integration tests against a local control plane (built first if missing), then, at once, the dashboards against a real Prometheus, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
-	@# hack/image's tests render manifests with bin/kubectl, linked above.
-	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 	@# The end-to-end test of make rename, new-operator and remove-operator
 	@# (hack/template/integration) takes longer than go test's default 10
 	@# minutes. go test runs two packages at a time, in the order given:
 	@# the longest goes first, so that the others share the second slot.
 	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 -timeout 60m $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)' | grep -E '$(LONGEST_FIRST)'; $(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)' | grep -v -E '$(LONGEST_FIRST)')
-	@# Three runs on control planes of their own, side by side (their
-	@# binaries are built above); each one's output shows when it ends.
-	@$(MAKE) --no-print-directory -j3 --output-sync=target _test-grafana _test-skew _test-faults
+	@# Then, side by side, three runs on control planes of their own (their
+	@# binaries are built above), hack/image's tests and SIDE_BY_SIDE (make
+	@# test adds the benchmarks' smoke tests): most of their time is waiting
+	@# (fault durations, leases, image layers). Each one's output shows
+	@# when it ends.
+	@$(MAKE) --no-print-directory -j --output-sync=target _test-grafana _test-skew _test-faults _test-image $(SIDE_BY_SIDE)
+
+# _test-image runs hack/image's tests (its own module): they render
+# manifests with bin/kubectl, linked by test-integration.
+.PHONY: _test-image
+_test-image:
+	$(IMAGE_TOOL) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 ./...
 
 # _test-grafana runs grafana/'s integration test: the operators under a real
 # Prometheus, every panel and alert evaluated.
@@ -200,6 +210,10 @@ soak: ## Faults mixed at random for DURATION (30m) from SEED (a new one, printed
 .PHONY: test-bench
 test-bench: ## Every benchmarked implementation on a tiny workload: in memory in both cache-fill modes, and on a local control plane.
 	@$(MAKE) --no-print-directory controlplane
+	@$(MAKE) --no-print-directory _test-bench
+
+.PHONY: _test-bench
+_test-bench:
 	cd bench && $(GO) test $(TESTFLAGS) -count=1 ./...
 
 .PHONY: lint
