@@ -35,7 +35,11 @@ ARG GO_IMAGE=golang:${GO_VERSION}
 # target's (docker buildx build --platform linux/amd64,linux/arm64).
 FROM --platform=$BUILDPLATFORM ${GO_IMAGE} AS build
 WORKDIR /src
+# The root module replaces the library's (kooper/) and envtest's modules
+# with their directories: go mod download reads their go.mod files.
 COPY go.mod go.sum ./
+COPY kooper/go.mod kooper/go.sum kooper/
+COPY hack/envtest/go.mod hack/envtest/go.sum hack/envtest/
 RUN --mount=type=cache,target=/go/pkg/mod go mod download
 COPY . .
 ARG OPERATOR

@@ -100,10 +100,24 @@ TESTFLAGS ?=
 newcomer: ## The README's two commands as a new user runs them: a fresh clone, empty Go caches, a PATH of only Go, make, gcc and a shell's basics; reports their exit codes, times and skipped tests (over an hour cold; NEWCOMER_ARGS='-home DIR' reuses a home for a warm run, hack/newcomer).
 	$(GO) run ./hack/newcomer $(NEWCOMER_ARGS)
 
+# The library (kooper/) and the tests' local control plane (hack/envtest)
+# are modules of their own (docs/modules.md). make's go test, go list and
+# golangci-lint see the three as one through a workspace made for them,
+# bin/go.work (GOWORK: no go.work is committed, so every module keeps
+# building on its own), and PACKAGES names their packages.
+WORKSPACE_MODULES := . kooper hack/envtest
+PACKAGES := $(foreach m,$(WORKSPACE_MODULES),$(patsubst ././...,./...,./$(m)/...))
+GOWORK_FILE := $(CURDIR)/bin/go.work
+WS := GOWORK="$(GOWORK_FILE)"
+# WS_TEST is go test through the workspace; the test binaries run without
+# it (-exec), so that a test running go in a module of its own sees that
+# module alone, as a user's go does.
+WS_TEST := $(WS) $(GO) test -exec 'env -u GOWORK'
+
 # Integration packages start real control-plane processes: any package named
-# integration, plus devcluster and make run's own test. Everything else is a
-# unit test.
-INTEGRATION_PATTERN := /integration$$|/kooper/devcluster$$|/hack/run$$
+# integration, plus envtest's own and make run's. Everything else is a unit
+# test.
+INTEGRATION_PATTERN := /integration$$|/hack/envtest$$|/hack/run$$
 # LONGEST_FIRST is the integration package that takes longest (about ten
 # minutes): test-integration starts it first.
 LONGEST_FIRST := /hack/template/integration$$
@@ -121,22 +135,22 @@ IMAGE_TOOL := cd hack/image &&
 FAULTS := cd faults &&
 
 .PHONY: test-unit
-test-unit: prometheus ## Unit tests and examples with the race detector (fast, no cluster; promtool checks the alerting rules).
-	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
+test-unit: prometheus workspace ## Unit tests and examples with the race detector (fast, no cluster; promtool checks the alerting rules).
+	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=1 $$($(WS) $(GO) list $(PACKAGES) | grep -v -E '$(INTEGRATION_PATTERN)')
 	@# Allocation counts, which the race detector changes: those tests are
 	@# built without it only (//go:build !race).
-	$(GO) test $(TESTFLAGS) -count=1 -run 'DoesNotAllocate' ./kooper/metrics/prometheus/
+	$(WS_TEST) $(TESTFLAGS) -count=1 -run 'DoesNotAllocate' ./kooper/metrics/prometheus/
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $$($(GO) list ./... | grep -v -E '$(INTEGRATION_PATTERN)')
 	$(CRDCHECK) $(GO) test $(TESTFLAGS) -count=1 ./...
 
 .PHONY: test-integration
-test-integration: build prometheus ## Integration tests against a local control plane (built first if missing), then, at once, the dashboards against a real Prometheus, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
+test-integration: build prometheus workspace ## Integration tests against a local control plane (built first if missing), then, at once, the dashboards against a real Prometheus, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
 	@# The end-to-end test of make rename, new-operator and remove-operator
 	@# (hack/template/integration) takes longer than go test's default 10
 	@# minutes. go test runs two packages at a time, in the order given:
 	@# the longest goes first, so that the others share the second slot.
-	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 -timeout 60m $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)' | grep -E '$(LONGEST_FIRST)'; $(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)' | grep -v -E '$(LONGEST_FIRST)')
+	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=1 -timeout 60m $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -E '$(LONGEST_FIRST)'; $(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -v -E '$(LONGEST_FIRST)')
 	@# Then, side by side, three runs on control planes of their own (their
 	@# binaries are built above), hack/image's tests and SIDE_BY_SIDE (make
 	@# test adds the benchmarks' smoke tests): most of their time is waiting
@@ -165,9 +179,9 @@ _test-grafana:
 REPEAT ?= 3
 
 .PHONY: test-repeat
-test-repeat: build ## Every integration test REPEAT times (3) against its package's one local control plane, as a flake hunt needs (about an hour): catches tests that depend on a fresh cluster.
+test-repeat: build workspace ## Every integration test REPEAT times (3) against its package's one local control plane, as a flake hunt needs (about an hour): catches tests that depend on a fresh cluster.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
-	CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=$(REPEAT) -p 1 -timeout 60m $$($(GO) list ./... | grep -E '$(INTEGRATION_PATTERN)')
+	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=$(REPEAT) -p 1 -timeout 60m $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)')
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -count=$(REPEAT) -timeout 30m ./integration
 
 # The version-skew run: the library's own integration tests against the
@@ -176,7 +190,7 @@ test-repeat: build ## Every integration test REPEAT times (3) against its packag
 SKEW_PACKAGES := ./kooper/controller/integration
 
 .PHONY: test-skew
-test-skew: ## The library's integration tests against the previous minor's kube-apiserver (version skew).
+test-skew: workspace ## The library's integration tests against the previous minor's kube-apiserver (version skew).
 	@$(MAKE) --no-print-directory controlplane WITH_SKEW=1
 	@$(MAKE) --no-print-directory _test-skew
 
@@ -185,7 +199,7 @@ test-skew: ## The library's integration tests against the previous minor's kube-
 .PHONY: _test-skew _test-faults
 _test-skew:
 	KOOPER_CONTROLPLANE_BIN="$(CURDIR)/bin/skew" KOOPER_WANT_SERVER_VERSION="$$(bin/skew/kube-apiserver --version | cut -d' ' -f2)" \
-		CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -race -count=1 $(SKEW_PACKAGES)
+		CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=1 $(SKEW_PACKAGES)
 
 # The fault runs: replicas of a controller under leader election, each
 # through a fault-injecting proxy of its own, on a local control plane; the invariants
@@ -217,32 +231,44 @@ _test-bench:
 	cd bench && $(GO) test $(TESTFLAGS) -count=1 ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) ## gofmt, go vet, tidy go.mod files and golangci-lint (pinned).
+lint: $(GOLANGCI_LINT) workspace ## gofmt, go vet, tidy go.mod files and golangci-lint (pinned).
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt -w needed on:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
+	$(WS) $(GO) vet $(PACKAGES)
 	cd bench && $(GO) vet ./...
 	$(GRAFANA) $(GO) vet ./...
 	$(CRDCHECK) $(GO) vet ./...
 	$(IMAGE_TOOL) $(GO) vet ./...
 	$(FAULTS) $(GO) vet ./...
 	$(GO) mod tidy -diff
+	cd kooper && $(GO) mod tidy -diff
+	cd hack/envtest && $(GO) mod tidy -diff
 	cd bench && $(GO) mod tidy -diff
 	$(GRAFANA) $(GO) mod tidy -diff
 	$(CRDCHECK) $(GO) mod tidy -diff
 	$(IMAGE_TOOL) $(GO) mod tidy -diff
 	$(FAULTS) $(GO) mod tidy -diff
-	$(GOLANGCI_LINT) run ./...
+	$(WS) $(GOLANGCI_LINT) run $(PACKAGES)
 	cd bench && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(GRAFANA) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(CRDCHECK) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 	$(IMAGE_TOOL) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
 	$(FAULTS) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 
-# lint-packages lints LINT_PACKAGES of the root module only, quicker than
-# make lint while you change a few (LINT_PACKAGES=./operators/web-demo/...).
+# lint-packages lints LINT_PACKAGES of the root module, the library's or
+# envtest's, quicker than make lint while you change a few
+# (LINT_PACKAGES=./operators/web-demo/...).
 .PHONY: lint-packages
-lint-packages: $(GOLANGCI_LINT)
-	$(GOLANGCI_LINT) run $(LINT_PACKAGES)
+lint-packages: $(GOLANGCI_LINT) workspace
+	$(WS) $(GOLANGCI_LINT) run $(LINT_PACKAGES)
+
+# workspace writes bin/go.work, the workspace of WORKSPACE_MODULES through
+# which make's go commands see them as one. Made for each run: cheap, and
+# never stale.
+.PHONY: workspace
+workspace:
+	@mkdir -p bin
+	@{ printf 'go %s\n\nuse (\n' "$$(sed -n 's/^go //p' go.mod)"; printf '\t%s\n' $(abspath $(WORKSPACE_MODULES)); printf ')\n'; } > "$(GOWORK_FILE).tmp"
+	@mv "$(GOWORK_FILE).tmp" "$(GOWORK_FILE)"
 
 $(GOLANGCI_LINT):
 	@GO="$(GO)" hack/tools/install.sh "$(@D)" "about 3 minutes" github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -6,6 +6,8 @@ replace github.com/kooperkit/kooper => ../
 
 require (
 	github.com/kooperkit/kooper v0.0.0-00010101000000-000000000000
+	github.com/kooperkit/kooper/hack/envtest v0.0.0-00010101000000-000000000000
+	github.com/kooperkit/kooper/kooper v0.0.0-00010101000000-000000000000
 	golang.org/x/sys v0.48.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
@@ -40,7 +42,6 @@ require (
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect
-	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
@@ -58,4 +59,9 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
+)
+
+replace (
+	github.com/kooperkit/kooper/hack/envtest => ../hack/envtest
+	github.com/kooperkit/kooper/kooper => ../kooper
 )

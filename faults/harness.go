@@ -29,7 +29,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // APIServerArgs are the kube-apiserver flags a fault run needs: request
@@ -41,7 +41,7 @@ var APIServerArgs = []string{"--enable-priority-and-fairness=false", "--max-requ
 // each reaching the API server through a Proxy of its own, while writers
 // change the objects they handle, and injects faults.
 type Harness struct {
-	Cluster   *devcluster.Cluster
+	Cluster   *envtest.Cluster
 	Namespace string
 	Dir       string // records, kubeconfigs and replica logs
 	Objects   int    // ConfigMaps written to

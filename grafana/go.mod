@@ -6,6 +6,8 @@ replace github.com/kooperkit/kooper => ../
 
 require (
 	github.com/kooperkit/kooper v0.0.0-00010101000000-000000000000
+	github.com/kooperkit/kooper/hack/envtest v0.0.0-00010101000000-000000000000
+	github.com/kooperkit/kooper/kooper v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/prometheus v0.316.0
 	golang.org/x/image v0.47.0
@@ -68,4 +70,9 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 	sigs.k8s.io/yaml v1.6.0 // indirect
+)
+
+replace (
+	github.com/kooperkit/kooper/hack/envtest => ../hack/envtest
+	github.com/kooperkit/kooper/kooper => ../kooper
 )

@@ -1,5 +1,5 @@
 // Package integration tests the CRDs of the API groups in apis/ on a real
-// local control plane (package devcluster): server-side defaults, the
+// local control plane (hack/envtest): server-side defaults, the
 // schemas' validation messages, server-side apply with the generated apply
 // configurations, and what kubectl shows. Each kind has a test file of its
 // own, named after it, which goes when its API group goes; main_test.go

@@ -17,21 +17,21 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // crdDir holds the generated CRDs, one directory per API group, relative to
 // this package.
 const crdDir = "../../manifests/crds"
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 // TestMain starts one control plane for the package's integration tests and
 // installs the generated CRDs in it. Without the binaries the package fails
 // with the error naming `make controlplane`: make test builds them first.
 func TestMain(m *testing.M) {
 	ctx := context.Background()
-	c, err := devcluster.ForTests(ctx, devcluster.Options{})
+	c, err := envtest.ForTests(ctx, envtest.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -123,7 +123,7 @@ func kubectlShows(t *testing.T, cases []kubectlCase) {
 	t.Helper()
 	for _, tt := range cases {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
-			out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl),
+			out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl),
 				append([]string{"--kubeconfig", cluster.KubeconfigPath()}, tt.args...)...).CombinedOutput()
 			if err != nil {
 				t.Fatalf("kubectl %v: %v\n%s", tt.args, err, out)

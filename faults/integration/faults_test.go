@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/kooperkit/kooper/faults"
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 func TestMain(m *testing.M) {
 	faults.RunReplicaIfAsked()
-	os.Exit(devcluster.RunTests(m, devcluster.Options{APIServerArgs: faults.APIServerArgs}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{APIServerArgs: faults.APIServerArgs}, &cluster))
 }
 
 var runs atomic.Int32

@@ -136,7 +136,7 @@ func libraryGoroutines() []string {
 	buf = buf[:runtime.Stack(buf, true)]
 	var left []string
 	for g := range strings.SplitSeq(string(buf), "\n\n") {
-		if strings.Contains(g, "TestNoLeakAfterFaults") || strings.Contains(g, "testing.(*M).Run") || strings.Contains(g, "kooper/devcluster.") {
+		if strings.Contains(g, "TestNoLeakAfterFaults") || strings.Contains(g, "testing.(*M).Run") || strings.Contains(g, "hack/envtest.") {
 			continue // the test, and the control plane's processes
 		}
 		if strings.Contains(g, "github.com/kooperkit/kooper/kooper/") || strings.Contains(g, "k8s.io/client-go/tools/cache") ||

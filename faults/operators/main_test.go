@@ -15,11 +15,11 @@ import (
 	"time"
 
 	"github.com/kooperkit/kooper/faults"
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 var (
-	cluster *devcluster.Cluster
+	cluster *envtest.Cluster
 	// auditLog is the API server's record of the pod-terminator's pod
 	// removals and of the multi-resource operator's writes (auditPolicy).
 	auditLog string
@@ -75,7 +75,7 @@ func run(m *testing.M) int {
 	}
 	args := append(append([]string(nil), faults.APIServerArgs...),
 		"--audit-policy-file="+policy, "--audit-log-path="+auditLog, "--audit-log-mode=blocking")
-	return devcluster.RunTests(m, devcluster.Options{Nodes: 1, APIServerArgs: args}, &cluster)
+	return envtest.RunTests(m, envtest.Options{Nodes: 1, APIServerArgs: args}, &cluster)
 }
 
 var built sync.Map // operator name → *buildOnce
@@ -108,7 +108,7 @@ func binary(t *testing.T, name string) string {
 // kubectl runs kubectl against the cluster, as its admin.
 func kubectl(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), append([]string{"--kubeconfig", cluster.KubeconfigPath()}, args...)...)
+	cmd := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), append([]string{"--kubeconfig", cluster.KubeconfigPath()}, args...)...)
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -31,7 +31,7 @@ import (
 	tenancyclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/faults"
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // The multi-resource run: mrTenants Tenants, one of them deleted and a new
@@ -501,7 +501,7 @@ func (r *mrRun) deletedNames() []string {
 // logControllerManager logs the last lines of kube-controller-manager's
 // log that name one of the Tenants: what held their deletion back.
 func logControllerManager(t *testing.T, tenants []string) {
-	b, err := os.ReadFile(filepath.Join(cluster.Dir(), devcluster.BinControllerManager+".log"))
+	b, err := os.ReadFile(filepath.Join(cluster.Dir(), envtest.BinControllerManager+".log"))
 	if err != nil {
 		t.Log(err)
 		return

@@ -26,7 +26,7 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
 	"github.com/kooperkit/kooper/grafana/internal/dashboards"
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // rateInterval stands for Grafana's $__rate_interval: at a 1s scrape
@@ -42,7 +42,7 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 	// A cluster of its own for each run: the test installs the CRDs after
 	// the operators start, so a run (-count=3) must find none left by the
 	// one before. One kwok node runs the pods a sample's work makes.
-	cluster, err := devcluster.Start(ctx, devcluster.Options{BinDir: binaries.BinDir(), Nodes: 1})
+	cluster, err := envtest.Start(ctx, envtest.Options{BinDir: binaries.BinDir(), Nodes: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 			return nil
 		})
 	}
-	kubectl := filepath.Join(cluster.BinDir(), devcluster.BinKubectl)
+	kubectl := filepath.Join(cluster.BinDir(), envtest.BinKubectl)
 	if out, err := exec.Command(kubectl, "--kubeconfig", cluster.KubeconfigPath(), "apply", "-k", filepath.Join(root, "manifests", "crds")).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply the CRDs: %v\n%s", err, out)
 	}

@@ -13,13 +13,13 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // binaries is a bare cluster that only says the control plane's binaries
 // are there (and where); each test starts the cluster it needs.
-var binaries *devcluster.Cluster
+var binaries *envtest.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &binaries))
+	os.Exit(envtest.RunTests(m, envtest.Options{}, &binaries))
 }

@@ -12,7 +12,7 @@ import (
 	apiextensions "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // crdTimeout bounds applying the CRDs and waiting until they are served.
@@ -23,7 +23,7 @@ const crdTimeout = time.Minute
 // changed CRDs updates them without a warning), then waits until the API
 // server serves every CRD it applied: an operator started next finds its
 // resources. It returns the CRDs' names.
-func applyCRDs(ctx context.Context, cluster *devcluster.Cluster, kubectl, dir string) ([]string, error) {
+func applyCRDs(ctx context.Context, cluster *envtest.Cluster, kubectl, dir string) ([]string, error) {
 	ctx, cancel := context.WithTimeout(ctx, crdTimeout)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

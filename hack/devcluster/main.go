@@ -33,8 +33,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/hack/internal/terminal"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // The files of the state directory (-dir).
@@ -106,7 +106,7 @@ func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say 
 
 	say("starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes", nodes)
 	began := time.Now()
-	cluster, err := devcluster.Start(ctx, devcluster.Options{Nodes: nodes, Progress: out})
+	cluster, err := envtest.Start(ctx, envtest.Options{Nodes: nodes, Progress: out})
 	if err != nil {
 		if ctx.Err() != nil {
 			say("stopped before it was ready")
@@ -158,11 +158,11 @@ func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say 
 // kubectlPath is the kubectl that `make controlplane` built next to the
 // control plane (it matches the server), else the one on the PATH.
 func kubectlPath(binDir string) string {
-	p := filepath.Join(binDir, devcluster.BinKubectl)
+	p := filepath.Join(binDir, envtest.BinKubectl)
 	if _, err := os.Stat(p); err == nil {
 		return p
 	}
-	return devcluster.BinKubectl
+	return envtest.BinKubectl
 }
 
 // kubectlName is how the user, in the directory wd that make runs in,

@@ -37,7 +37,7 @@ var packages = map[string]string{
 	"fake":           "/apis/client/clientset/versioned/fake",
 	"controller":     "/kooper/controller",
 	"leaderelection": "/kooper/controller/leaderelection",
-	"devcluster":     "/kooper/devcluster",
+	"envtest":        "/hack/envtest",
 	"event":          "/kooper/event",
 	"health":         "/kooper/health",
 	"kooperprom":     "/kooper/metrics/prometheus",

@@ -3,13 +3,13 @@ package main
 import "fmt"
 
 // The operator's integration package: its end-to-end test and its RBAC
-// test against a local control plane (kooper/devcluster), run by make
+// test against a local control plane (hack/envtest), run by make
 // test-integration.
 
 func integrationDocGo(op operator) *goFile {
 	f := newGoFile(op, "integration")
 	f.doc = `Package integration holds the $Name operator's tests against a real local
-control plane (package devcluster); they run in make test. It has no
+control plane (hack/envtest); they run in make test. It has no
 non-test code.`
 	return f
 }
@@ -17,7 +17,7 @@ non-test code.`
 func integrationMainGo(op operator) *goFile {
 	f := newGoFile(op, "integration_test")
 	if len(op.Owns) > 0 {
-		f.code(`var cluster *devcluster.Cluster
+		f.code(`var cluster *envtest.Cluster
 
 // etcd, kube-apiserver and kube-controller-manager, which type-checks the
 // admission policies (rbac_test.go reads the result) and whose garbage
@@ -30,15 +30,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{ControllerManager: true}, &cluster))
 }
 `)
 	} else {
-		f.code(`var cluster *devcluster.Cluster
+		f.code(`var cluster *envtest.Cluster
 
 // etcd and kube-apiserver only: nothing here needs a controller of
 // kube-controller-manager. A test of the garbage collector deleting a
-// $Kind's children needs it: devcluster.Options{ControllerManager: true}.
+// $Kind's children needs it: envtest.Options{ControllerManager: true}.
 func TestMain(m *testing.M) {
 	// The operator runs in this process beside the tests' own clients, and
 	// client-go reads its metrics hooks without synchronisation: set them
@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{}, &cluster))
 }
 `)
 	}
@@ -66,7 +66,7 @@ const (
 func kubectl(t *testing.T, args ...string) {
 	t.Helper()
 	args = append([]string{"--kubeconfig", cluster.KubeconfigPath()}, args...)
-	out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), args...).CombinedOutput()
+	out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args[2:], err, out)
 	}

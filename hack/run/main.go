@@ -29,8 +29,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/hack/internal/terminal"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // examplePrograms are the example programs `make run` starts, built into bin/ by
@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if path == "" {
 		say("starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes", *nodes)
 		began := time.Now()
-		cluster, err := devcluster.Start(ctx, devcluster.Options{BinDir: binDir, Nodes: *nodes, Progress: prefixed(out, "devcluster")})
+		cluster, err := envtest.Start(ctx, envtest.Options{BinDir: binDir, Nodes: *nodes, Progress: prefixed(out, "devcluster")})
 		if err != nil {
 			return err
 		}
@@ -162,7 +162,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("could not create a client: %w", err)
 	}
-	kubectl := filepath.Join(binDir, devcluster.BinKubectl)
+	kubectl := filepath.Join(binDir, envtest.BinKubectl)
 
 	progs, err := programs(*root)
 	if err != nil {

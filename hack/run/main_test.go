@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writers of run.
@@ -88,7 +88,7 @@ func needBinaries(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bins := []string{devcluster.BinAPIServer, devcluster.BinKwok, devcluster.BinScheduler}
+	bins := []string{envtest.BinAPIServer, envtest.BinKwok, envtest.BinScheduler}
 	for _, p := range progs {
 		bins = append(bins, cmp.Or(p.bin, p.name))
 	}

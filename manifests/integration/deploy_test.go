@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/utils/ptr"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // make deploy installs each operator with its image, and everything it
@@ -43,7 +43,7 @@ func TestMakeDeployAndUndeploy(t *testing.T) {
 		t.Skip("no make")
 	}
 	ctx := context.Background()
-	c, err := devcluster.Start(ctx, devcluster.Options{BinDir: cluster.BinDir(), ControllerManager: true})
+	c, err := envtest.Start(ctx, envtest.Options{BinDir: cluster.BinDir(), ControllerManager: true})
 	if err != nil {
 		t.Fatal(err)
 	}

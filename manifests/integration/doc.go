@@ -4,7 +4,7 @@
 // Services, its webhook) and is accepted by a real API server (server-side
 // dry run); an image set with make deploy IMG=... changes the image and
 // nothing else; and make deploy / make undeploy install and remove an
-// operator on a local control plane (package devcluster), custom resources
+// operator on a local control plane (hack/envtest), custom resources
 // first, while the operator can still finalize them, without touching the
 // other operators. TestTheOperatorsRunAsTheirDeploymentsSay runs every
 // operator from its image, two replicas each, exactly as its Deployment

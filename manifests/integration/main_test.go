@@ -19,14 +19,14 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 func TestMain(m *testing.M) {
 	operators = discover()
-	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{}, &cluster))
 }
 
 const (
@@ -148,7 +148,7 @@ func TestEveryOperatorIsTested(t *testing.T) {
 // the binaries TestMain fails the package before any test runs.
 func kubectlPath(t *testing.T) string {
 	t.Helper()
-	return filepath.Join(cluster.BinDir(), devcluster.BinKubectl)
+	return filepath.Join(cluster.BinDir(), envtest.BinKubectl)
 }
 
 // kubectl runs the cluster's kubectl as admin and returns its output; it

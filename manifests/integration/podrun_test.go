@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	"github.com/kooperkit/kooper/kooper/devcluster"
-	"github.com/kooperkit/kooper/kooper/devcluster/procnode"
+	"github.com/kooperkit/kooper/hack/envtest"
+	"github.com/kooperkit/kooper/hack/envtest/procnode"
 )
 
 // podsTest is a cluster with the scheduler, the controller manager and a
@@ -37,7 +37,7 @@ import (
 // a cluster with kube-proxy would, and writes what the operators'
 // ServiceAccounts do to an audit log.
 type podsTest struct {
-	cluster *devcluster.Cluster
+	cluster *envtest.Cluster
 	node    *procnode.Node
 	kube    kubernetes.Interface
 	crs     versioned.Interface
@@ -76,7 +76,7 @@ rules:
 	}
 	audit := filepath.Join(dir, "audit.log")
 	// region: procnode
-	c, err := devcluster.Start(ctx, devcluster.Options{BinDir: cluster.BinDir(), ControllerManager: true, Scheduler: true,
+	c, err := envtest.Start(ctx, envtest.Options{BinDir: cluster.BinDir(), ControllerManager: true, Scheduler: true,
 		APIServerArgs: []string{"--enable-aggregator-routing=true", "--audit-policy-file=" + policy, "--audit-log-path=" + audit}})
 	if err != nil {
 		t.Fatal(err)
@@ -150,8 +150,8 @@ func (p *podsTest) apply(stream string) error {
 	return nil
 }
 
-func kubectlPathOf(c *devcluster.Cluster) string {
-	return filepath.Join(c.BinDir(), devcluster.BinKubectl)
+func kubectlPathOf(c *envtest.Cluster) string {
+	return filepath.Join(c.BinDir(), envtest.BinKubectl)
 }
 
 // deployed is one operator as rendered, as the run checks it.

@@ -1,5 +1,5 @@
 // Command cluster compares Kooper with its peers on a real local control
-// plane (kooper/devcluster: etcd and kube-apiserver built by
+// plane (hack/envtest: etcd and kube-apiserver built by
 // `make controlplane`). It seeds pod-sized pods once, then runs each
 // scenario of each implementation in a fresh child process (this binary
 // again), over several rounds in alternating order, and prints medians,

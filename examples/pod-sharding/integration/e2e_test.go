@@ -21,13 +21,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{}, &cluster))
 }
 
 // logged collects which replica printed which pod.

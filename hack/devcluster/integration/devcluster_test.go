@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // root is the repository, relative to this package.
@@ -289,12 +289,12 @@ func crdNames(t *testing.T) []string {
 // can leave a binary out.
 func needBinaries(t *testing.T) {
 	t.Helper()
-	dir := os.Getenv(devcluster.EnvBinDir)
+	dir := os.Getenv(envtest.EnvBinDir)
 	if dir == "" {
 		dir = filepath.Join(root, "bin")
 	}
-	for _, bin := range []string{devcluster.BinEtcd, devcluster.BinAPIServer, devcluster.BinControllerManager,
-		devcluster.BinScheduler, devcluster.BinKwok, devcluster.BinKubectl} {
+	for _, bin := range []string{envtest.BinEtcd, envtest.BinAPIServer, envtest.BinControllerManager,
+		envtest.BinScheduler, envtest.BinKwok, envtest.BinKubectl} {
 		if _, err := os.Stat(filepath.Join(dir, bin)); err != nil {
 			t.Fatalf("%s is missing in %s: make test builds it (make controlplane WITH_KWOK=1)", bin, dir)
 		}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
 // A PodTerminator the CRD schema admits and only the webhook refuses:
@@ -63,7 +63,7 @@ func TestTheDevLoopServesThePodTerminatorsWebhook(t *testing.T) {
 	cluster := start(t, state)
 	kubeconfig := cluster.ready(t)
 	hints := []string{"    its webhook:    served on 127.0.0.1 with " + filepath.Join(state, "webhook", "tls.crt")}
-	if os.Getenv(devcluster.EnvBinDir) == "" {
+	if os.Getenv(envtest.EnvBinDir) == "" {
 		hints = append(hints, "    kubectl:        bin/kubectl --kubeconfig "+kubeconfig+" get crds,nodes\n")
 	}
 	for _, h := range hints {
@@ -135,12 +135,12 @@ func TestTheDevLoopServesThePodTerminatorsWebhook(t *testing.T) {
 // kubeconfig, stdin and args.
 func kubectl(t *testing.T, kubeconfig, stdin string, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
-	dir := os.Getenv(devcluster.EnvBinDir)
+	dir := os.Getenv(envtest.EnvBinDir)
 	if dir == "" {
 		dir = filepath.Join(root, "bin")
 	}
 	var out, errOut bytes.Buffer
-	cmd := exec.Command(filepath.Join(dir, devcluster.BinKubectl), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+	cmd := exec.Command(filepath.Join(dir, envtest.BinKubectl), append([]string{"--kubeconfig", kubeconfig}, args...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = strings.NewReader(stdin), &out, &errOut
 	err = cmd.Run()
 	if exit := (*exec.ExitError)(nil); err != nil && !errors.As(err, &exit) {

@@ -21,8 +21,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/hack/internal/worktree"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // served is the namespace a namespaced scaffold serves by default.
@@ -40,7 +40,7 @@ func TestAStolenTokenOfAScaffoldTakesNothingOver(t *testing.T) {
 	}
 	root := worktree.Root(t)
 	ctx := context.Background()
-	cluster, err := devcluster.Start(ctx, devcluster.Options{})
+	cluster, err := envtest.Start(ctx, envtest.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,12 +90,12 @@ type scaffold struct {
 	namespace string
 }
 
-func newScaffold(t *testing.T, cluster *devcluster.Cluster, admin kubernetes.Interface, newoperator, root, owns string) *scaffold {
+func newScaffold(t *testing.T, cluster *envtest.Cluster, admin kubernetes.Interface, newoperator, root, owns string) *scaffold {
 	t.Helper()
 	ctx := context.Background()
 	short := fmt.Sprintf("sec%s%d", strings.ToLower(strings.ReplaceAll(owns, ",", "")), os.Getpid()%100000)
 	name := "sec-" + strings.ToLower(strings.ReplaceAll(owns, ",", ""))
-	s := &scaffold{name: name, group: short + ".example.com", namespace: "kooper-" + name, admin: admin, kubectl: filepath.Join(cluster.BinDir(), devcluster.BinKubectl)}
+	s := &scaffold{name: name, group: short + ".example.com", namespace: "kooper-" + name, admin: admin, kubectl: filepath.Join(cluster.BinDir(), envtest.BinKubectl)}
 	dir := t.TempDir()
 	cmd := exec.Command(newoperator, "-root", root, "-name", name, "-group", s.group, "-kind", "Thing", "-scope", "Namespaced", "-owns", owns, "-rbac-only", dir)
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/hack/internal/inventory"
 	"github.com/kooperkit/kooper/hack/internal/worktree"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // What the journey makes the repository: Acme's platform, which keeps the
@@ -108,10 +108,10 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 	// The copy has no bin/: the control plane is this repository's, unless
 	// the environment names one.
 	env := os.Environ()
-	if os.Getenv(devcluster.EnvBinDir) == "" {
+	if os.Getenv(envtest.EnvBinDir) == "" {
 		bin := filepath.Join(worktree.Root(t), "bin")
-		if _, err := os.Stat(filepath.Join(bin, devcluster.BinAPIServer)); err == nil {
-			env = append(env, devcluster.EnvBinDir+"="+bin)
+		if _, err := os.Stat(filepath.Join(bin, envtest.BinAPIServer)); err == nil {
+			env = append(env, envtest.EnvBinDir+"="+bin)
 		}
 	}
 

@@ -11,14 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(devcluster.RunTests(m, devcluster.Options{Progress: os.Stderr}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{Progress: os.Stderr}, &cluster))
 }
 
 // setup returns a client and a fresh namespace.

@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/sharding"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // Test timings: a replica that stops renewing loses its slots after 6s.
@@ -169,7 +169,7 @@ type replica struct {
 
 // startReplica runs a replica of the group's ConfigMap controller in ns on
 // cluster c.
-func startReplica(t *testing.T, c *devcluster.Cluster, group, ns, name string, log *shardLog) *replica {
+func startReplica(t *testing.T, c *envtest.Cluster, group, ns, name string, log *shardLog) *replica {
 	t.Helper()
 	r := &replica{name: name, net: &partition{}}
 	cfg := c.Config()
@@ -388,7 +388,7 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 // replicas detect it, each caches every object, and each handles only the
 // objects of its slots; a slot moved by a clean stop is taken at once.
 func TestShardingWithoutTheFeatureGateFiltersOnTheClient(t *testing.T) {
-	off, err := devcluster.Start(context.Background(), devcluster.Options{BinDir: cluster.BinDir(), FeatureGates: map[string]bool{"ShardedListAndWatch": false}})
+	off, err := envtest.Start(context.Background(), envtest.Options{BinDir: cluster.BinDir(), FeatureGates: map[string]bool{"ShardedListAndWatch": false}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,14 +17,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/health"
 )
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{}, &cluster))
 }
 
 // token returns a token of a new ServiceAccount name in ns, from the

@@ -15,15 +15,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 	"github.com/kooperkit/kooper/kooper/tracing"
 )
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 func TestMain(m *testing.M) {
-	os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{}, &cluster))
 }
 
 // One real handling, which reads and updates its ConfigMap through an

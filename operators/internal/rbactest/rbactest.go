@@ -5,7 +5,7 @@
 //
 // A test writes the rules its operator needs by hand, compares them exactly
 // with ReadRules of the manifest (so a new verb is a reviewed change), applies
-// the manifests to a local control plane (package devcluster) and calls
+// the manifests to a local control plane (hack/envtest) and calls
 // CheckAllowed with those rules, then Can for a sample of what must be
 // denied. A SubjectAccessReview asks the authorizer only: nothing is read or
 // written, so the checks need no objects and no running operator.

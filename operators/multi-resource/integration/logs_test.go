@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 )
 
@@ -29,14 +29,14 @@ import (
 // LimitRange rule. (A fresh control plane: the other tests install the CRD.)
 func TestEveryLogLineIsJSONAndNamesTheResource(t *testing.T) {
 	ctx := context.Background()
-	bare, err := devcluster.Start(ctx, devcluster.Options{BinDir: cluster.BinDir()})
+	bare, err := envtest.Start(ctx, envtest.Options{BinDir: cluster.BinDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = bare.Stop() })
 
 	// The operator's RBAC, less the LimitRange rule.
-	kubectl := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", bare.KubeconfigPath(),
+	kubectl := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), "--kubeconfig", bare.KubeconfigPath(),
 		"apply", "-k", "../../../manifests/rbac/multi-resource")
 	if out, err := kubectl.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)

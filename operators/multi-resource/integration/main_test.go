@@ -7,11 +7,11 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 func TestMain(m *testing.M) {
 	// The operator runs in this process beside the tests' own clients, and
@@ -21,5 +21,5 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{ControllerManager: true}, &cluster))
 }

@@ -29,7 +29,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/internal/rbactest"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/operator"
@@ -565,7 +565,7 @@ func TestRBACMetricsBindingsLetTheOperatorReviewAndPrometheusScrape(t *testing.T
 func rbacKubectl(t *testing.T, args ...string) {
 	t.Helper()
 	args = append([]string{"--kubeconfig", cluster.KubeconfigPath()}, args...)
-	out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), args...).CombinedOutput()
+	out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), args...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl %v: %v\n%s", args[2:], err, out)
 	}

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/webhook"
 )
@@ -101,7 +101,7 @@ func TestTheWebhookManifestsMatchTheOperator(t *testing.T) {
 // The API server accepts the manifests (server-side dry run: nothing runs).
 func TestTheDeployManifestsApply(t *testing.T) {
 	applyManifests(t) // the namespace and ServiceAccount
-	out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
+	out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
 		"apply", "--dry-run=server", "-k", deployDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply --dry-run=server: %v\n%s", err, out)
@@ -112,7 +112,7 @@ func TestTheDeployManifestsApply(t *testing.T) {
 func applyKustomizations(t *testing.T, dirs ...string) {
 	t.Helper()
 	for _, dir := range dirs {
-		out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
+		out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
 			"apply", "-k", dir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubectl apply -k %s: %v\n%s", dir, err, out)

@@ -7,13 +7,13 @@ import (
 
 	prom "github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
 // region: testmain
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 // One kwok node: the scheduler binds pods to it and kwok makes them Running
 // and Ready, as a kubelet would. The operator counts only Ready pods.
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	os.Exit(devcluster.RunTests(m, devcluster.Options{ControllerManager: true, Nodes: 1}, &cluster))
+	os.Exit(envtest.RunTests(m, envtest.Options{ControllerManager: true, Nodes: 1}, &cluster))
 }
 
 // endregion: testmain

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/event"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/internal/rbactest"
@@ -73,7 +73,7 @@ func TestTheRolesGrantExactlyWhatIsNeeded(t *testing.T) {
 // Applied with kubectl, the manifests let the ServiceAccount do every needed
 // verb and refuse others (checked by SubjectAccessReviews as the account).
 func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
-	out, err := exec.Command(filepath.Join(cluster.BinDir(), devcluster.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
+	out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
 		"apply", "-k", rbacDir).CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl apply: %v\n%s", err, out)

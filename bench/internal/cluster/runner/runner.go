@@ -1,5 +1,5 @@
 // Package runner is the benchmark's parent process. It starts a local
-// control plane (kooper/devcluster: etcd and kube-apiserver), seeds the
+// control plane (hack/envtest: etcd and kube-apiserver), seeds the
 // pods once, then runs every scenario of every implementation in a fresh
 // child process (package child) per round, alternating the order (odd
 // rounds reversed), and churns the pods when a child says it is ready.
@@ -22,9 +22,9 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
 	"github.com/kooperkit/kooper/bench/internal/cluster/proc"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/sharding"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // Namespace holds the seeded pods.
@@ -396,7 +396,7 @@ func Run(ctx context.Context, o Options) (Results, error) {
 		return Results{}, errors.New("no implementation runs the selected scenarios")
 	}
 
-	cluster, err := devcluster.Start(ctx, devcluster.Options{Progress: o.Progress})
+	cluster, err := envtest.Start(ctx, envtest.Options{Progress: o.Progress})
 	if err != nil {
 		return Results{}, fmt.Errorf("could not start the control plane: %w", err)
 	}

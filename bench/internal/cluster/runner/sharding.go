@@ -17,9 +17,9 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/ledger"
 	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/sharding"
-	"github.com/kooperkit/kooper/kooper/devcluster"
 )
 
 // Scenario 6's three runs, Kooper only: no peer shards one controller's
@@ -117,7 +117,7 @@ type ShardReplica struct {
 
 // plane is a control plane the sharding runs use, with Namespace seeded.
 type plane struct {
-	cluster    *devcluster.Cluster
+	cluster    *envtest.Cluster
 	client     kubernetes.Interface
 	kubeconfig string
 	pods       int
@@ -156,7 +156,7 @@ func (r *runner) offPlane(ctx context.Context) (*plane, error) {
 		return r.off, nil
 	}
 	fmt.Fprintf(r.o.Progress, "sharding: starting a second control plane with the ShardedListAndWatch feature gate off\n")
-	cluster, err := devcluster.Start(ctx, devcluster.Options{
+	cluster, err := envtest.Start(ctx, envtest.Options{
 		BinDir: r.main.cluster.BinDir(), Progress: r.o.Progress,
 		FeatureGates: map[string]bool{"ShardedListAndWatch": false},
 	})

@@ -1,4 +1,4 @@
-package devcluster
+package envtest
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package devcluster
+package envtest
 
 import (
 	"context"
@@ -24,10 +24,10 @@ func ForTests(ctx context.Context, opts Options) (*Cluster, error) {
 // and returns 1 without running any test, so *cluster is never nil while
 // the tests run.
 //
-//	var cluster *devcluster.Cluster
+//	var cluster *envtest.Cluster
 //
 //	func TestMain(m *testing.M) {
-//		os.Exit(devcluster.RunTests(m, devcluster.Options{}, &cluster))
+//		os.Exit(envtest.RunTests(m, envtest.Options{}, &cluster))
 //	}
 func RunTests(m *testing.M, opts Options, cluster **Cluster) int {
 	c, err := ForTests(context.Background(), opts)

@@ -1,12 +1,19 @@
-// Package devcluster starts a real, local Kubernetes control plane for
-// development, tests and demos: etcd and kube-apiserver, optionally
-// kube-controller-manager (garbage collection, ReplicaSets, namespaces,
-// service account tokens) and kube-scheduler with kwok-simulated nodes, as
-// separate processes on 127.0.0.1. No Docker, no kind, no downloaded
-// binaries: the binaries are compiled from the Go module proxy by
-// `make controlplane` (see hack/controlplane).
+// Package envtest starts a real, local Kubernetes control plane, this
+// repository's envtest, for tests, `make run`, `make devcluster` and the
+// benchmarks: etcd and kube-apiserver, optionally kube-controller-manager
+// (garbage collection, ReplicaSets, namespaces, service account tokens) and
+// kube-scheduler with kwok-simulated nodes, as separate processes on
+// 127.0.0.1. No Docker, no kind, no downloaded binaries: the binaries are
+// compiled from the Go module proxy by `make controlplane` (see
+// hack/controlplane).
 //
-//	cluster, err := devcluster.Start(ctx, devcluster.Options{ControllerManager: true})
+// It is test tooling, not the library: operators do not import it, their
+// tests do. So it is a module of its own
+// (github.com/kooperkit/kooper/hack/envtest, requiring Kubernetes' client
+// libraries and netlink only), which the library's module requires for its
+// tests alone (docs/modules.md).
+//
+//	cluster, err := envtest.Start(ctx, envtest.Options{ControllerManager: true})
 //	if err != nil { ... }
 //	defer cluster.Stop()
 //	client := kubernetes.NewForConfigOrDie(cluster.Config())
@@ -30,4 +37,4 @@
 // `go install` a module with replace directives and build their own), else
 // in the nearest bin/ above the working directory. Errors name what is
 // missing and how to build it, and wrap [ErrBinariesMissing].
-package devcluster
+package envtest

@@ -24,12 +24,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
-	"github.com/kooperkit/kooper/kooper/devcluster/procnode"
+	"github.com/kooperkit/kooper/hack/envtest"
+	"github.com/kooperkit/kooper/hack/envtest/procnode"
 )
 
 var (
-	cluster *devcluster.Cluster
+	cluster *envtest.Cluster
 	node    *procnode.Node
 	kube    kubernetes.Interface
 	// unsupported is why procnode cannot run here (not root), or nil.
@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctx := context.Background()
-	c, err := devcluster.ForTests(ctx, devcluster.Options{ControllerManager: true, Scheduler: true})
+	c, err := envtest.ForTests(ctx, envtest.Options{ControllerManager: true, Scheduler: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

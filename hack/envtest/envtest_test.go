@@ -1,4 +1,4 @@
-package devcluster_test
+package envtest_test
 
 import (
 	"context"
@@ -17,14 +17,14 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
+	"github.com/kooperkit/kooper/hack/envtest"
 )
 
-var cluster *devcluster.Cluster
+var cluster *envtest.Cluster
 
 func TestMain(m *testing.M) {
 	began := time.Now()
-	c, err := devcluster.ForTests(context.Background(), devcluster.Options{ControllerManager: true, Progress: os.Stderr})
+	c, err := envtest.ForTests(context.Background(), envtest.Options{ControllerManager: true, Progress: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -153,8 +153,8 @@ func TestARestartedAPIServerKeepsItsData(t *testing.T) {
 }
 
 func TestMissingBinariesSayHowToBuildThem(t *testing.T) {
-	_, err := devcluster.Start(context.Background(), devcluster.Options{BinDir: t.TempDir()})
-	if !errors.Is(err, devcluster.ErrBinariesMissing) || !strings.Contains(err.Error(), "make controlplane") {
+	_, err := envtest.Start(context.Background(), envtest.Options{BinDir: t.TempDir()})
+	if !errors.Is(err, envtest.ErrBinariesMissing) || !strings.Contains(err.Error(), "make controlplane") {
 		t.Errorf("got %v, want ErrBinariesMissing telling to run make controlplane", err)
 	}
 }

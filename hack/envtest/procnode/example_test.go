@@ -4,15 +4,15 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/kooperkit/kooper/kooper/devcluster"
-	"github.com/kooperkit/kooper/kooper/devcluster/procnode"
+	"github.com/kooperkit/kooper/hack/envtest"
+	"github.com/kooperkit/kooper/hack/envtest/procnode"
 )
 
 // A local control plane with the scheduler and a node that runs the
 // pods of an operator's Deployment from the image make image built.
 func Example() {
 	ctx := context.Background()
-	cluster, err := devcluster.Start(ctx, devcluster.Options{ControllerManager: true, Scheduler: true})
+	cluster, err := envtest.Start(ctx, envtest.Options{ControllerManager: true, Scheduler: true})
 	if err != nil {
 		fmt.Println(err)
 		return

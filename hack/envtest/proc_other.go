@@ -1,6 +1,6 @@
 //go:build !linux
 
-package devcluster
+package envtest
 
 import "syscall"
 
