@@ -17,8 +17,15 @@ prefix=$1
 shift
 
 start=$SECONDS
+# The heartbeat's sleep runs in the background of the heartbeat, which kills
+# it when it is killed itself: a sleep left to finish on its own would
+# outlive this script by up to 30 s (make run's Ctrl-C found one).
 (
-	while sleep 30 >/dev/null 2>&1; do
+	trap 'kill "$nap" 2>/dev/null; exit 0' TERM INT HUP
+	while :; do
+		sleep 30 >/dev/null 2>&1 &
+		nap=$!
+		wait "$nap" || exit 0
 		printf '%s: still building… %ds\n' "$prefix" "$((SECONDS - start))"
 	done
 ) &
