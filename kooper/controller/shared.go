@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/watchlist"
 )
 
 // SharedConfig configures a Shared. Retriever is required.
@@ -82,9 +81,9 @@ func (s *Shared) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 }
 
 // IsWatchListSemanticsUnSupported forwards the underlying Retriever's
-// watch-list marker (see Retriever).
+// watch-list marker (see [WatchListUnsupported]).
 func (s *Shared) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(s.cfg.Retriever)
+	return watchListUnsupported(s.cfg.Retriever)
 }
 
 // describe names what the underlying Retriever retrieves (see describe).
