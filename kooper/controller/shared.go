@@ -167,10 +167,15 @@ func (s *Shared) leave(informer cache.SharedIndexInformer, reg cache.ResourceEve
 	s.users--
 	if s.users > 0 {
 		s.mu.Unlock()
-		// Since client-go 0.37 the handler may still be running after
-		// RemoveEventHandler returns: wait for its goroutine, so that no
-		// goroutine of this controller outlives Run. (Outside s.mu: the
-		// handler only queues keys, but never wait holding a lock.)
+		// RemoveEventHandler is documented as asynchronous: the handler
+		// may still be running when it returns. ShutDownEventHandler is
+		// documented to wait until it has stopped, so that no goroutine
+		// of this controller outlives Run; it fails only for a
+		// registration without ShutdownChan, which client-go's own never
+		// lacks (TestPinShutDownEventHandlerWaitsForTheHandler fails on a
+		// client-go where it does, or where it stops waiting). Outside
+		// s.mu: the handler only queues keys, but never wait holding a
+		// lock.
 		_ = cache.ShutDownEventHandler(informer, reg)
 		return
 	}
