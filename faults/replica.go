@@ -77,7 +77,7 @@ func runReplica(ctx context.Context, id string) error {
 	cms := client.CoreV1().ConfigMaps(ns)
 	ctrl, err := controller.New(controller.Config{
 		Name:      "faults",
-		Retriever: controller.NewRetriever(client, cms.List, cms.Watch),
+		Retriever: controller.NewRetriever(cms.List, cms.Watch),
 		Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 			cm := obj.(*corev1.ConfigMap)
 			key := cm.Name

@@ -150,7 +150,7 @@ func clusterPods(kubeconfig string) (controller.Retriever, error) {
 		return nil, fmt.Errorf("could not create a client: %w", err)
 	}
 	pods := client.CoreV1().Pods("")
-	return controller.NewRetriever(client, pods.List, pods.Watch), nil
+	return controller.NewRetriever(pods.List, pods.Watch), nil
 }
 
 // endregion: retriever

@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pods := client.CoreV1().Pods("")
 	ctrl, err := controller.New(controller.Config{
 		Name:      "pod-sharding",
-		Retriever: controller.NewRetriever(client, pods.List, pods.Watch),
+		Retriever: controller.NewRetriever(pods.List, pods.Watch),
 		Handler:   controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.Pod](logPod(stdout, *slots))),
 		Logger:    logger,
 		// The controller's metrics, as any controller's.

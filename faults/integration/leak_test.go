@@ -59,7 +59,7 @@ func TestNoLeakAfterFaults(t *testing.T) {
 	var lastRV atomic.Value // of cm-0
 	lastRV.Store("")
 	c, err := controller.New(controller.Config{
-		Name: "leak", Retriever: controller.NewRetriever(client, cms.List, cms.Watch),
+		Name: "leak", Retriever: controller.NewRetriever(cms.List, cms.Watch),
 		Handler: controller.HandlerFunc(func(_ context.Context, obj kruntime.Object) error {
 			handled.Add(1)
 			if cm := obj.(*corev1.ConfigMap); cm.Name == "cm-0" {

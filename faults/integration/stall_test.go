@@ -160,7 +160,7 @@ func startStalling(t *testing.T, cfg controller.Config) *stalling {
 	rc.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext // a transport of its own
 	s.client = kubernetes.NewForConfigOrDie(rc)
 	cms := s.client.CoreV1().ConfigMaps(s.ns)
-	cfg.Retriever = controller.NewRetriever(s.client, cms.List, cms.Watch)
+	cfg.Retriever = controller.NewRetriever(cms.List, cms.Watch)
 	cfg.Handler = controller.HandlerFunc(func(_ context.Context, obj kruntime.Object) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()

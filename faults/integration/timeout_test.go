@@ -59,7 +59,7 @@ func TestAHandlersCallEndsAtTheProcessingTimeout(t *testing.T) {
 	cms := admin.CoreV1().ConfigMaps(ns)
 	c, err := controller.New(controller.Config{
 		Name:              "timeout",
-		Retriever:         controller.NewRetriever(admin, cms.List, cms.Watch),
+		Retriever:         controller.NewRetriever(cms.List, cms.Watch),
 		ProcessingTimeout: timeout,
 		DisableResync:     true,
 		Handler: controller.HandlerFunc(func(ctx context.Context, obj kruntime.Object) error {

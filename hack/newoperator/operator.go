@@ -213,7 +213,7 @@ func Run(ctx context.Context, cfg Config) error {
 	primary, err := controller.New(controller.Config{
 		Name:            cfg.Name,
 		Handler:         controller.Chain(h.New(), traced...),
-		Retriever:       controller.NewRetriever(client, crs.List, crs.Watch),
+		Retriever:       controller.NewRetriever(crs.List, crs.Watch),
 		ResyncInterval:  cfg.Resync,
 		RetryMaxDelay:   retryMaxDelay,
 		MaxRetries:      maxRetries,
@@ -320,7 +320,7 @@ func Run(ctx context.Context, cfg Config) error {
 func managed(md metadata.Interface, resource schema.GroupVersionResource, namespace string) controller.Retriever {
 	sel := handler.ManagedByLabel + "=" + handler.ManagedBy
 	res := md.Resource(resource).Namespace(namespace)
-	return controller.NewRetriever(md,
+	return controller.NewRetriever(
 		func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			opts.LabelSelector = sel
 			return res.List(ctx, opts)

@@ -73,8 +73,9 @@ type Config struct {
 	// cache, after managedFields are dropped: drop what else the handler
 	// never reads (big annotations, say) to save memory. It must not keep a
 	// reference to the input it modifies beyond the returned object, and it
-	// must be idempotent: client-go applies it twice to the objects of a
-	// streamed initial list (as they arrive, and as they enter the cache).
+	// must be idempotent: client-go may apply it more than once to the same
+	// object (0.37 does, to the objects of a streamed initial list: as they
+	// arrive, and as they enter the cache).
 	Transform cache.TransformFunc
 	// KeepManagedFields keeps metadata.managedFields in the cache and in
 	// the objects handed to the handler. By default they are dropped before
@@ -93,8 +94,9 @@ type Config struct {
 	// filling, a handler that reads other objects from a cache (this
 	// controller's List, another controller's, a lister) may not find
 	// objects that exist. HasSynced and List still wait for the full sync.
-	// Each object is still handled once for the initial list, and
-	// Transform still runs once per object: client-go hands a streamed list
+	// Each object is still handled once for the initial list, Transform
+	// never runs on an object a handler reads, and with client-go 0.37 it
+	// runs once per object (see stream.go): client-go hands a streamed list
 	// to the cache only at its end, so the controller taps the stream and
 	// queues each object as it arrives. It pays when handlers wait on I/O,
 	// whose waits then overlap with the list; a handler with nothing to

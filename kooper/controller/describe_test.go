@@ -21,7 +21,7 @@ func TestInformerMessagesNameWhatIsRetrieved(t *testing.T) {
 		r    Retriever
 		want string
 	}{
-		{name: "a typed client's", r: NewRetriever(client, pods.List, pods.Watch), want: "*v1.Pod"},
+		{name: "a typed client's", r: NewRetriever(pods.List, pods.Watch), want: "*v1.Pod"},
 		{name: "metadata only", r: NewMetadataRetriever(md, corev1.SchemeGroupVersion.WithResource("pods"), ""), want: "pods (metadata)"},
 		{name: "a hand-made ListerWatcher", r: RetrieverFromListerWatcher(&cache.ListWatch{}), want: ""},
 	}

@@ -35,7 +35,7 @@ func Example_podLogger() {
 
 	// Retriever: list and watch pods in every namespace.
 	pods := client.CoreV1().Pods("")
-	retriever := controller.NewRetriever(client, pods.List, pods.Watch)
+	retriever := controller.NewRetriever(pods.List, pods.Watch)
 
 	// Handler: called with the latest state of each pod.
 	logPod := controller.TypedHandlerFunc[*corev1.Pod](func(ctx context.Context, pod *corev1.Pod) error {

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -271,5 +272,39 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 				return
 			}
 		}
+	}
+}
+
+// The order is safe on its own, whoever calls it: workqueue.Queue does not
+// promise that client-go calls Push, Touch, Len and Pop under the
+// workqueue's lock, though it does today. With -race, an order that relied
+// on that lock fails here.
+func TestTheQueueOrderIsSafeWithoutTheWorkqueuesLock(t *testing.T) {
+	o := newOrder()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 500 {
+				key := fmt.Sprintf("k%d", (w+i)%7)
+				o.want(key, priority(i%2))
+				if i%3 == 0 {
+					o.Touch(key)
+				} else {
+					o.Push(key)
+				}
+				if o.Len() > 0 {
+					_ = o.Pop()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for o.Len() > 0 {
+		if o.Pop() == "" {
+			t.Fatal("got no key from Pop while Len is above zero")
+		}
+	}
+	if got := o.Pop(); got != "" {
+		t.Errorf("got %q from an empty order, want \"\"", got)
 	}
 }

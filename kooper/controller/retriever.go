@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/watchlist"
 )
 
 // Retriever lists and watches one resource type. The controller's cache
@@ -21,39 +20,83 @@ import (
 // as a streamed watch (sendInitialEvents=true, allowWatchBookmarks=true)
 // with no LIST at all, and List is used only as a fallback.
 //
-// A Retriever over a fake clientset must say that it cannot stream the
-// initial list, by implementing
-//
-//	IsWatchListSemanticsUnSupported() bool
-//
-// as client-go's fakes and [RetrieverFromListerWatcher] do; otherwise the
-// cache waits forever for initial events a fake never sends. A Retriever
-// that wraps another must forward that method.
+// A Retriever that cannot stream the initial list, such as one over a fake
+// clientset, must say so by implementing [WatchListUnsupported]; see there.
 type Retriever interface {
 	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
+// WatchListUnsupported is implemented by a Retriever (or a client) that
+// cannot stream an initial list, when IsWatchListSemanticsUnSupported
+// returns true: the cache then lists, and watches from the list's version.
+//
+// Fakes need it. A fake watch ignores sendInitialEvents and never sends the
+// bookmark that ends an initial list, so a cache streaming from a fake
+// waits for it forever: its controller never syncs, and Run handles
+// nothing. client-go's fake clientsets (kubernetes, metadata, dynamic and
+// client-gen's) implement it, but the typed clients they hand out do not:
+// wrap a Retriever over a fake clientset's typed client with
+// [WithoutWatchList]. [NewMetadataRetriever], [RetrieverFromListerWatcher]
+// and [Shared] read or forward it themselves; a Retriever that wraps
+// another must forward it.
+//
+// The method is the one client-go's reflector looks for (through
+// watchlist.DoesClientNotSupportWatchListSemantics);
+// TestPinTheReflectorListsForAClientWithoutWatchList fails if a new
+// client-go stops looking for it.
+type WatchListUnsupported interface {
+	IsWatchListSemanticsUnSupported() bool
+}
+
+// watchListUnsupported reports whether v says it cannot stream an initial
+// list.
+func watchListUnsupported(v any) bool {
+	u, ok := v.(WatchListUnsupported)
+	return ok && u.IsWatchListSemanticsUnSupported()
+}
+
+// WithoutWatchList returns r marked as unable to stream its initial list
+// (see [WatchListUnsupported]), for a Retriever over a fake clientset:
+//
+//	client := fake.NewClientset(objects...)
+//	pods := client.CoreV1().Pods("")
+//	r := controller.WithoutWatchList(controller.NewRetriever(pods.List, pods.Watch))
+func WithoutWatchList(r Retriever) Retriever { return noWatchList{r} }
+
+type noWatchList struct{ Retriever }
+
+var (
+	_ WatchListUnsupported = noWatchList{}
+	_ WatchListUnsupported = (*funcRetriever[runtime.Object])(nil)
+	_ WatchListUnsupported = (*lwRetriever)(nil)
+	_ WatchListUnsupported = listerWatcher{}
+	_ WatchListUnsupported = (*Shared)(nil)
+)
+
+func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
+func (n noWatchList) describe() string                    { return describe(n.Retriever) }
+
 // NewRetriever returns a Retriever over a typed client's List and Watch
 // methods, the usual way to retrieve a built-in or generated type:
 //
 //	pods := client.CoreV1().Pods("") // "" is every namespace
-//	r := controller.NewRetriever(client, pods.List, pods.Watch)
+//	r := controller.NewRetriever(pods.List, pods.Watch)
 //
-// client is the clientset list and watch come from: a fake clientset's
-// watch-list marker is read from it (see [Retriever]).
+// Over a fake clientset, wrap it with [WithoutWatchList].
 func NewRetriever[L runtime.Object](
-	client any,
 	list func(context.Context, metav1.ListOptions) (L, error),
 	watch func(context.Context, metav1.ListOptions) (watch.Interface, error),
 ) Retriever {
-	return &funcRetriever[L]{client: client, list: list, watch: watch}
+	return &funcRetriever[L]{list: list, watch: watch}
 }
 
 type funcRetriever[L runtime.Object] struct {
-	client any
-	list   func(context.Context, metav1.ListOptions) (L, error)
-	watch  func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	list  func(context.Context, metav1.ListOptions) (L, error)
+	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
+	// noWatchList says that list and watch come from a fake
+	// (NewMetadataRetriever only; see WatchListUnsupported).
+	noWatchList bool
 	// what names the objects in client-go's messages; default: the type
 	// of the list's items, e.g. "*v1.Pod".
 	what string
@@ -92,9 +135,7 @@ func (r *funcRetriever[L]) Watch(ctx context.Context, opts metav1.ListOptions) (
 	return r.watch(ctx, opts)
 }
 
-func (r *funcRetriever[L]) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(r.client)
-}
+func (r *funcRetriever[L]) IsWatchListSemanticsUnSupported() bool { return r.noWatchList }
 
 // NewMetadataRetriever returns a Retriever of the metadata only of one
 // resource's objects, in namespace ("" for every namespace, or for a
@@ -113,8 +154,8 @@ func (r *funcRetriever[L]) IsWatchListSemanticsUnSupported() bool {
 // client's List and Watch instead.
 func NewMetadataRetriever(client metadata.Interface, resource schema.GroupVersionResource, namespace string) Retriever {
 	res := client.Resource(resource).Namespace(namespace)
-	return &funcRetriever[*metav1.PartialObjectMetadataList]{client: client, list: res.List, watch: res.Watch,
-		what: resource.GroupResource().String() + " (metadata)"}
+	return &funcRetriever[*metav1.PartialObjectMetadataList]{list: res.List, watch: res.Watch,
+		noWatchList: watchListUnsupported(client), what: resource.GroupResource().String() + " (metadata)"}
 }
 
 // RetrieverFromListerWatcher adapts a client-go ListerWatcher, such as one
@@ -131,7 +172,7 @@ func NewMetadataRetriever(client metadata.Interface, resource schema.GroupVersio
 //	r := controller.RetrieverFromListerWatcher(lw)
 //
 // The caller's context and options reach lw unchanged, and lw's
-// watch-list support marker stays visible (see [Retriever]).
+// watch-list support marker stays visible (see [WatchListUnsupported]).
 func RetrieverFromListerWatcher(lw cache.ListerWatcher) Retriever {
 	return &lwRetriever{orig: lw, lw: cache.ToListerWatcherWithContext(lw)}
 }
@@ -149,9 +190,7 @@ func (r *lwRetriever) Watch(ctx context.Context, opts metav1.ListOptions) (watch
 	return r.lw.WatchWithContext(ctx, opts)
 }
 
-func (r *lwRetriever) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(r.orig)
-}
+func (r *lwRetriever) IsWatchListSemanticsUnSupported() bool { return watchListUnsupported(r.orig) }
 
 // listerWatcher turns a Retriever into the client-go ListerWatcher that the
 // informer needs, bound to the context of one Run. The reflector only calls
@@ -206,6 +245,4 @@ func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOpt
 
 // IsWatchListSemanticsUnSupported forwards the Retriever's marker: hiding it
 // would make an informer over a fake clientset hang.
-func (l listerWatcher) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(l.r)
-}
+func (l listerWatcher) IsWatchListSemanticsUnSupported() bool { return watchListUnsupported(l.r) }

@@ -128,13 +128,13 @@ func TestAControllerOverAFakeClientsetSyncs(t *testing.T) {
 	_ = stop()
 }
 
-func TestNewRetrieverOverAFakeClientsetSyncs(t *testing.T) {
+func TestNewRetrieverOverAFakeClientsetSyncsWithoutWatchList(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1"}})
 	pods := client.CoreV1().Pods("")
-	r := controller.NewRetriever(client, pods.List, pods.Watch)
+	r := controller.WithoutWatchList(controller.NewRetriever(pods.List, pods.Watch))
 	if !watchlist.DoesClientNotSupportWatchListSemantics(r) {
-		t.Fatal("got a Retriever hiding the fake clientset's watch-list marker, want it forwarded")
+		t.Fatal("got a Retriever without the watch-list marker client-go reads, want it marked")
 	}
 	h := &recorder{}
 	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: r, DisableResync: true})
@@ -143,6 +143,26 @@ func TestNewRetrieverOverAFakeClientsetSyncs(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = stop()
+}
+
+// A fake clientset says it cannot stream an initial list, and a
+// Retriever over it can say so too: the need is declared, not guessed.
+func TestFakeClientsetsAreWatchListUnsupported(t *testing.T) {
+	pods := fake.NewClientset().CoreV1().Pods("")
+	clients := map[string]any{
+		"kubernetes":       fake.NewClientset(),
+		"metadata":         metadatafake.NewSimpleMetadataClient(metadatafake.NewTestScheme()),
+		"WithoutWatchList": controller.WithoutWatchList(controller.NewRetriever(pods.List, pods.Watch)),
+	}
+	for name, c := range clients {
+		u, ok := c.(controller.WatchListUnsupported)
+		if !ok || !u.IsWatchListSemanticsUnSupported() {
+			t.Errorf("%s: got no WatchListUnsupported marker returning true, want one", name)
+		}
+	}
+	if watchlist.DoesClientNotSupportWatchListSemantics(controller.NewRetriever(pods.List, pods.Watch)) {
+		t.Error("got NewRetriever marked as unable to stream, want it streaming unless wrapped")
+	}
 }
 
 // Over fakes, which cannot stream the initial list, every wrapper keeps
@@ -160,7 +180,7 @@ func TestEveryRetrieverOverAFakeClientSyncs(t *testing.T) {
 	typed := func() controller.Retriever {
 		client := fake.NewClientset(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1"}})
 		pods := client.CoreV1().Pods("")
-		return controller.NewRetriever(client, pods.List, pods.Watch)
+		return controller.WithoutWatchList(controller.NewRetriever(pods.List, pods.Watch))
 	}
 	tests := []struct {
 		name      string

@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/watchlist"
 )
 
 // SharedConfig configures a Shared. Retriever is required.
@@ -82,9 +81,9 @@ func (s *Shared) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Inte
 }
 
 // IsWatchListSemanticsUnSupported forwards the underlying Retriever's
-// watch-list marker (see Retriever).
+// watch-list marker (see [WatchListUnsupported]).
 func (s *Shared) IsWatchListSemanticsUnSupported() bool {
-	return watchlist.DoesClientNotSupportWatchListSemantics(s.cfg.Retriever)
+	return watchListUnsupported(s.cfg.Retriever)
 }
 
 // describe names what the underlying Retriever retrieves (see describe).
@@ -168,10 +167,15 @@ func (s *Shared) leave(informer cache.SharedIndexInformer, reg cache.ResourceEve
 	s.users--
 	if s.users > 0 {
 		s.mu.Unlock()
-		// Since client-go 0.37 the handler may still be running after
-		// RemoveEventHandler returns: wait for its goroutine, so that no
-		// goroutine of this controller outlives Run. (Outside s.mu: the
-		// handler only queues keys, but never wait holding a lock.)
+		// RemoveEventHandler is documented as asynchronous: the handler
+		// may still be running when it returns. ShutDownEventHandler is
+		// documented to wait until it has stopped, so that no goroutine
+		// of this controller outlives Run; it fails only for a
+		// registration without ShutdownChan, which client-go's own never
+		// lacks (TestPinShutDownEventHandlerWaitsForTheHandler fails on a
+		// client-go where it does, or where it stops waiting). Outside
+		// s.mu: the handler only queues keys, but never wait holding a
+		// lock.
 		_ = cache.ShutDownEventHandler(informer, reg)
 		return
 	}

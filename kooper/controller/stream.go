@@ -20,8 +20,14 @@ import (
 // sees it, so no copy is made), remembered and its key queued. A worker
 // handles a key from the cache, or from the objects remembered while the
 // cache has not got them yet. The cache's own transform skips objects the
-// tap already transformed, so a transform runs once per object and never
-// on an object a worker may be reading. When the cache then adds an object
+// tap already transformed, so that it never runs on an object a worker may
+// be reading: that holds whatever client-go does, since the cache's
+// transform can only reach a tapped object if client-go hands it that very
+// object, which the skip recognises. That the transform also runs once per
+// object, not once more on a copy, rests on client-go handing the cache's
+// transform the objects of the watch themselves, which it does not promise:
+// TestPinTheCacheTransformGetsTheWatchedObjects fails on a client-go that
+// copies them. When the cache then adds an object
 // at the version already queued, its key is not queued again: an object is
 // handled once for the initial list.
 
@@ -33,8 +39,9 @@ type early struct {
 	objects   sync.Map // key -> runtime.Object, transformed
 	// transformed holds the objects the tap transformed, until the cache
 	// syncs, so that the cache's transform skips them. It is keyed by the
-	// object itself (a pointer): the reflector hands the cache's transform
-	// the very objects the tap passed on.
+	// object itself (a pointer): client-go 0.37's reflector hands the
+	// cache's transform the very objects the tap passed on (pinned; a copy
+	// is transformed again, harmlessly, as Config.Transform is idempotent).
 	transformed sync.Map // any (the object) -> struct{}
 	// done is set once the cache has synced: nothing is tapped or
 	// remembered any more.

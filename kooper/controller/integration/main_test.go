@@ -36,13 +36,13 @@ func setup(t *testing.T) (kubernetes.Interface, string) {
 // configMaps retrieves the ConfigMaps of one namespace.
 func configMaps(client kubernetes.Interface, ns string) controller.Retriever {
 	cms := client.CoreV1().ConfigMaps(ns)
-	return controller.NewRetriever(client, cms.List, cms.Watch)
+	return controller.NewRetriever(cms.List, cms.Watch)
 }
 
 // services retrieves the Services of one namespace.
 func services(client kubernetes.Interface, ns string) controller.Retriever {
 	svcs := client.CoreV1().Services(ns)
-	return controller.NewRetriever(client, svcs.List, svcs.Watch)
+	return controller.NewRetriever(svcs.List, svcs.Watch)
 }
 
 // runInBackground runs r until the returned stop is called; stop returns

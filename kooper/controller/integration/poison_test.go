@@ -142,7 +142,7 @@ func widgets(t *testing.T, ns string) controller.Retriever {
 		opts.Watch = true
 		return rc.Get().Namespace(ns).Resource("widgets").VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
 	}
-	return controller.NewRetriever(rc, list, watchFn)
+	return controller.NewRetriever(list, watchFn)
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.

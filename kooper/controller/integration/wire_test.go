@@ -87,7 +87,7 @@ func TestEveryRetrieverStreamsTheInitialListInProtobuf(t *testing.T) {
 	typed := func(w *wire) controller.Retriever {
 		c := kubernetes.NewForConfigOrDie(w.config(cluster.Config()))
 		cms := c.CoreV1().ConfigMaps(ns)
-		return controller.NewRetriever(c, cms.List, cms.Watch)
+		return controller.NewRetriever(cms.List, cms.Watch)
 	}
 	tests := []struct {
 		name        string

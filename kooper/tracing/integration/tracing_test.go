@@ -68,7 +68,7 @@ func TestAHandlingIsASpanWithItsAPICallsAsChildren(t *testing.T) {
 	ctrl, err := controller.New(controller.Config{
 		Name:          "traced",
 		Handler:       controller.Chain(controller.NewTypedHandler(h), tracing.Middleware(tp)),
-		Retriever:     controller.NewRetriever(admin, cms.List, cms.Watch),
+		Retriever:     controller.NewRetriever(cms.List, cms.Watch),
 		DisableResync: true,
 	})
 	if err != nil {

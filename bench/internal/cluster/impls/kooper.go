@@ -129,5 +129,5 @@ func (k Kooper) retriever(cfg *rest.Config) (controller.Retriever, error) {
 		return nil, fmt.Errorf("could not create the clientset: %w", err)
 	}
 	pods := client.CoreV1().Pods(metav1.NamespaceAll)
-	return controller.NewRetriever(client, pods.List, pods.Watch), nil
+	return controller.NewRetriever(pods.List, pods.Watch), nil
 }

@@ -74,7 +74,7 @@ func NewShardReplica(cfg *rest.Config, namespace string, handle func(context.Con
 			handle(ctx, obj.(metav1.Object))
 			return nil
 		}),
-		Retriever:     controller.NewRetriever(client, list, watchPods),
+		Retriever:     controller.NewRetriever(list, watchPods),
 		DisableResync: true,
 	})
 	if err != nil {

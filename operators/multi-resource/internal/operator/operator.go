@@ -192,7 +192,7 @@ func Run(ctx context.Context, cfg Config) error {
 	primary, err := controller.New(controller.Config{
 		Name:            cfg.Name,
 		Handler:         controller.Chain(h.New(), traced...),
-		Retriever:       controller.NewRetriever(tenancy, tenants.List, tenants.Watch),
+		Retriever:       controller.NewRetriever(tenants.List, tenants.Watch),
 		ResyncInterval:  cfg.Resync,
 		RetryMaxDelay:   tenantRetryMaxDelay,
 		MaxRetries:      tenantMaxRetries,
@@ -335,7 +335,7 @@ var children = []child{
 func managed(md metadata.Interface, c child) controller.Retriever {
 	label, field := selectors(c)
 	res := md.Resource(c.resource).Namespace("") // every namespace
-	return controller.NewRetriever(md,
+	return controller.NewRetriever(
 		func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			opts.LabelSelector, opts.FieldSelector = label, field
 			return res.List(ctx, opts)

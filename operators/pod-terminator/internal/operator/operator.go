@@ -265,7 +265,7 @@ func Run(ctx context.Context, cfg Config) error {
 	ctrl, err := controller.New(controller.Config{
 		Name:            cfg.Name,
 		Handler:         controller.Chain(h.New(), traced...),
-		Retriever:       controller.NewRetriever(chaosClient, terminators.List, terminators.Watch),
+		Retriever:       controller.NewRetriever(terminators.List, terminators.Watch),
 		Logger:          logger,
 		MetricsRecorder: recorder,
 	})

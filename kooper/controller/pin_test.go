@@ -1,0 +1,582 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+)
+
+// Pins: client-go behaviour that kooper/controller relies on and that
+// client-go does not promise in its API. Each TestPin... runs client-go's
+// real types and fails, naming what changed and which kooper code depends
+// on it, on the client-go version that changes the behaviour; each
+// TestThePinCatches... shows the same check failing against a fake of the
+// change, so a pin cannot rot into a test that always passes. docs/client-go.md
+// lists every assumption and its pin. After `make bump-kubernetes`, a
+// failure here is a decision to make, not a flake.
+
+// streamingLW is a ListerWatcher that streams an initial list of n config
+// maps (watch-list) and records what it sends and which calls it gets.
+type streamingLW struct {
+	n int
+	// wrap, if set, wraps each watch it returns.
+	wrap func(watch.Interface) watch.Interface
+
+	mu    sync.Mutex
+	sent  map[runtime.Object]bool
+	calls []string // "list", "watch", or "stream" (sendInitialEvents)
+}
+
+func (s *streamingLW) record(call string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, call)
+}
+
+func (s *streamingLW) firstCall() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.calls) == 0 {
+		return ""
+	}
+	return s.calls[0]
+}
+
+func (s *streamingLW) objects() []runtime.Object {
+	var objs []runtime.Object
+	for i := range s.n {
+		objs = append(objs, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "ns", Name: fmt.Sprintf("cm%d", i), ResourceVersion: fmt.Sprint(i + 1),
+		}})
+	}
+	return objs
+}
+
+func (s *streamingLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return s.ListWithContext(context.Background(), opts)
+}
+
+func (s *streamingLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return s.WatchWithContext(context.Background(), opts)
+}
+
+func (s *streamingLW) ListWithContext(_ context.Context, _ metav1.ListOptions) (runtime.Object, error) {
+	s.record("list")
+	list := &corev1.ConfigMapList{ListMeta: metav1.ListMeta{ResourceVersion: fmt.Sprint(s.n)}}
+	for _, o := range s.objects() {
+		list.Items = append(list.Items, *o.(*corev1.ConfigMap))
+	}
+	return list, nil
+}
+
+func (s *streamingLW) WatchWithContext(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w := watch.NewFakeWithChanSize(s.n+1, false)
+	if !ptr.Deref(opts.SendInitialEvents, false) {
+		s.record("watch")
+		return s.wrapped(w), nil
+	}
+	s.record("stream")
+	s.mu.Lock()
+	if s.sent == nil {
+		s.sent = map[runtime.Object]bool{}
+	}
+	for _, o := range s.objects() {
+		s.sent[o] = true
+		w.Add(o)
+	}
+	s.mu.Unlock()
+	w.Action(watch.Bookmark, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		ResourceVersion: fmt.Sprint(s.n),
+		Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
+	}})
+	return s.wrapped(w), nil
+}
+
+func (s *streamingLW) wrapped(w watch.Interface) watch.Interface {
+	if s.wrap == nil {
+		return w
+	}
+	return s.wrap(w)
+}
+
+func (s *streamingLW) wasSent(obj any) bool {
+	o, ok := obj.(runtime.Object)
+	if !ok {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent[o]
+}
+
+// runInformer runs a real shared informer over lw, with transform and h,
+// until it has synced, then stops it.
+func runInformer(t *testing.T, lw cache.ListerWatcher, transform cache.TransformFunc, h cache.ResourceEventHandler) {
+	t.Helper()
+	informer := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	if transform != nil {
+		if err := informer.SetTransform(transform); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h != nil {
+		if _, err := informer.AddEventHandler(h); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		informer.RunWithContext(ctx)
+	}()
+	synced := cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+	cancel()
+	<-done
+	if !synced {
+		t.Fatal("the informer did not sync within 10s")
+	}
+}
+
+// checkTransformGetsWatchedObjects streams objects through a real informer
+// whose watches are wrapped by wrap, and reports whether its transform is
+// handed the very objects the watch sent.
+func checkTransformGetsWatchedObjects(t *testing.T, wrap func(watch.Interface) watch.Interface) error {
+	lw := &streamingLW{n: 5, wrap: wrap}
+	var mu sync.Mutex
+	calls, foreign := 0, 0
+	runInformer(t, lw, func(obj any) (any, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if !lw.wasSent(obj) {
+			foreign++
+		}
+		return obj, nil
+	}, nil)
+	if lw.firstCall() != "stream" {
+		return fmt.Errorf("got first call %q, want a streamed initial list: the pin needs watch-list", lw.firstCall())
+	}
+	t.Logf("the transform ran %d times for %d streamed objects", calls, lw.n)
+	if calls == 0 || foreign > 0 {
+		return fmt.Errorf("client-go handed the cache's transform %d objects of %d that the watch never sent (copies?): "+
+			"kooper/controller/stream.go (early.cacheTransform) skips the objects the tap already transformed by pointer; "+
+			"with copies, Config.Transform runs twice per object under HandleDuringSync (still on objects no worker reads): "+
+			"key the skip by something that survives a copy, or drop the once-per-object promise in config.go", foreign, calls)
+	}
+	return nil
+}
+
+func TestPinTheCacheTransformGetsTheWatchedObjects(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	if err := checkTransformGetsWatchedObjects(t, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// copyingWatch hands on a deep copy of each event's object: what a client-go
+// that copied objects between its watch and its cache would do.
+type copyingWatch struct {
+	watch.Interface
+	out  chan watch.Event
+	once sync.Once
+}
+
+func newCopyingWatch(w watch.Interface) watch.Interface {
+	c := &copyingWatch{Interface: w, out: make(chan watch.Event)}
+	go func() {
+		defer close(c.out)
+		for ev := range w.ResultChan() {
+			ev.Object = ev.Object.DeepCopyObject()
+			c.out <- ev
+		}
+	}()
+	return c
+}
+
+func (c *copyingWatch) ResultChan() <-chan watch.Event { return c.out }
+
+func TestThePinCatchesACopyBetweenTheWatchAndTheTransform(t *testing.T) {
+	err := checkTransformGetsWatchedObjects(t, newCopyingWatch)
+	if err == nil {
+		t.Fatal("got no error with objects copied on the way, want the pin to fail")
+	}
+	t.Logf("the pin fails with: %v", err)
+}
+
+// The cache's transform runs on an object the tap already transformed and
+// a worker may be reading only if client-go hands it that very object, and
+// then the tap's skip sees it. With copies (the changed behaviour above),
+// the second transform runs on the copy: Config.Transform being idempotent,
+// the cache still gets the transformed object, and no worker's object is
+// written. HandleDuringSync's guarantees hold either way.
+func TestATappedStreamIsRightWhenClientGoCopiesObjects(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	transform := func(obj any) (any, error) {
+		cm := obj.(*corev1.ConfigMap)
+		mu.Lock()
+		counts[cm.Name]++
+		mu.Unlock()
+		if cm.Labels == nil {
+			cm.Labels = map[string]string{}
+		}
+		cm.Labels["transformed"] = "yes" // idempotent
+		return cm, nil
+	}
+	for _, copies := range []bool{false, true} {
+		t.Run(fmt.Sprintf("copies=%v", copies), func(t *testing.T) {
+			clear(counts)
+			lw := &streamingLW{n: 5}
+			var queued sync.Map
+			e := &early{transform: transform, queue: func(key string) { queued.Store(key, true) }}
+			lw.wrap = func(w watch.Interface) watch.Interface { return tapInitialEvents(w, e.arrived) }
+			if copies {
+				// The reflector gets copies of the objects the tap
+				// transformed and remembered.
+				lw.wrap = func(w watch.Interface) watch.Interface { return newCopyingWatch(tapInitialEvents(w, e.arrived)) }
+			}
+			var added sync.Map
+			runInformer(t, lw, e.cacheTransform(transform), cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+				added.Store(obj.(*corev1.ConfigMap).Name, obj.(*corev1.ConfigMap).Labels["transformed"])
+			}})
+			for i := range lw.n {
+				name := fmt.Sprintf("cm%d", i)
+				if v, _ := added.Load(name); v != "yes" {
+					t.Errorf("%s: got label transformed=%v in the cache, want yes", name, v)
+				}
+				if _, ok := queued.Load("ns/" + name); !ok {
+					t.Errorf("%s: not queued by the tap", name)
+				}
+				if got, ok := e.get("ns/" + name); !ok || got.(*corev1.ConfigMap).Labels["transformed"] != "yes" {
+					t.Errorf("%s: got remembered %v, want the transformed object", name, got)
+				}
+			}
+			mu.Lock()
+			t.Logf("transform calls per object: %v", counts)
+			mu.Unlock()
+		})
+	}
+}
+
+// checkReflectorLists reports whether a real informer over lw lists instead
+// of streaming its initial list.
+func checkReflectorLists(t *testing.T, lw *streamingLW, informerLW cache.ListerWatcher) error {
+	runInformer(t, informerLW, nil, nil)
+	if got := lw.firstCall(); got != "list" {
+		return fmt.Errorf("got first call %q from a reflector over a client marked WatchListUnsupported, want \"list\": "+
+			"client-go no longer reads IsWatchListSemanticsUnSupported (watchlist.DoesClientNotSupportWatchListSemantics); "+
+			"kooper/controller/retriever.go (WatchListUnsupported, WithoutWatchList, NewMetadataRetriever) and every "+
+			"Retriever over a fake clientset depend on it: a cache over a fake now waits forever", got)
+	}
+	return nil
+}
+
+// marked is a ListerWatcher that says it cannot stream, the way kooper's
+// WithoutWatchList does.
+type marked struct{ *streamingLW }
+
+func (marked) IsWatchListSemanticsUnSupported() bool { return true }
+
+func TestPinTheReflectorListsForAClientWithoutWatchList(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	lw := &streamingLW{n: 2}
+	if err := checkReflectorLists(t, lw, marked{lw}); err != nil {
+		t.Fatal(err)
+	}
+	// And through kooper's own wrappers, as a controller builds them.
+	lw2 := &streamingLW{n: 2}
+	r := WithoutWatchList(RetrieverFromListerWatcher(lw2))
+	if err := checkReflectorLists(t, lw2, listerWatcher{ctx: context.Background(), r: r}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renamed says it cannot stream under another method name: what kooper's
+// marker becomes if client-go renames the method it looks for.
+type renamed struct{ *streamingLW }
+
+func (renamed) IsWatchListUnsupported() bool { return true }
+
+func TestThePinCatchesAReflectorThatNoLongerReadsTheMarker(t *testing.T) {
+	lw := &streamingLW{n: 2}
+	err := checkReflectorLists(t, lw, renamed{lw})
+	if err == nil {
+		t.Fatal("got no error from a reflector that streamed, want the pin to fail")
+	}
+	t.Logf("the pin fails with: %v", err)
+}
+
+// checkShutDownWaits registers a handler that blocks in OnAdd on a real
+// informer, then calls shutDown (cache.ShutDownEventHandler, as
+// Shared.leave does) and reports whether it waited for the handler to
+// return and no call came after it.
+func checkShutDownWaits(t *testing.T, shutDown func(cache.SharedInformer, cache.ResourceEventHandlerRegistration) error) error {
+	lw := &streamingLW{n: 3}
+	informer := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var mu sync.Mutex
+	returned, callsAfter := false, 0
+	shutDownReturned := false
+	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
+		mu.Lock()
+		if shutDownReturned {
+			callsAfter++
+		}
+		mu.Unlock()
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-release
+		mu.Lock()
+		returned = true
+		mu.Unlock()
+	}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		informer.RunWithContext(ctx)
+	}()
+	defer func() {
+		cancel()
+		<-stopped
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		close(release)
+		return errors.New("the handler was not called within 10s")
+	}
+	done := make(chan error, 1)
+	go func() {
+		err := shutDown(informer, reg)
+		mu.Lock()
+		shutDownReturned = true
+		mu.Unlock()
+		done <- err
+	}()
+	var early error
+	select {
+	case err := <-done:
+		early = fmt.Errorf("cache.ShutDownEventHandler returned (error %v) while the handler was still running", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	close(release)
+	if early == nil {
+		select {
+		case err := <-done:
+			if err != nil {
+				early = fmt.Errorf("cache.ShutDownEventHandler failed: %w", err)
+			}
+		case <-time.After(10 * time.Second):
+			early = errors.New("cache.ShutDownEventHandler did not return within 10s of the handler returning")
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if early == nil && (!returned || callsAfter > 0) {
+		early = fmt.Errorf("got %d handler calls after cache.ShutDownEventHandler returned, want none", callsAfter)
+	}
+	if early != nil {
+		return fmt.Errorf("%w: kooper/controller/shared.go (Shared.leave) relies on it to wait for a leaving "+
+			"controller's handler, so that no goroutine of a controller outlives its Run", early)
+	}
+	return nil
+}
+
+func TestPinShutDownEventHandlerWaitsForTheHandler(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	if err := checkShutDownWaits(t, cache.ShutDownEventHandler); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// closedShutdown is a registration whose ShutdownChan is closed at once:
+// what a client-go whose removal no longer tracks the handler's goroutine
+// would give.
+type closedShutdown struct {
+	cache.ResourceEventHandlerRegistration
+}
+
+func (closedShutdown) ShutdownChan() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}
+
+// hidden is a registration without ShutdownChan.
+type hidden struct {
+	cache.ResourceEventHandlerRegistration
+}
+
+// unwrapping removes the real registration of a closedShutdown or hidden.
+type unwrapping struct{ cache.SharedInformer }
+
+func (u unwrapping) RemoveEventHandler(reg cache.ResourceEventHandlerRegistration) error {
+	switch r := reg.(type) {
+	case closedShutdown:
+		reg = r.ResourceEventHandlerRegistration
+	case hidden:
+		reg = r.ResourceEventHandlerRegistration
+	}
+	return u.SharedInformer.RemoveEventHandler(reg)
+}
+
+func TestThePinCatchesARemovalThatDoesNotWait(t *testing.T) {
+	fakes := map[string]func(cache.SharedInformer, cache.ResourceEventHandlerRegistration) error{
+		"a removal that does not wait": func(i cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) error {
+			return cache.ShutDownEventHandler(unwrapping{i}, closedShutdown{reg})
+		},
+		"a registration without ShutdownChan": func(i cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) error {
+			return cache.ShutDownEventHandler(unwrapping{i}, hidden{reg})
+		},
+	}
+	for name, shutDown := range fakes {
+		t.Run(name, func(t *testing.T) {
+			err := checkShutDownWaits(t, shutDown)
+			if err == nil {
+				t.Fatal("got no error, want the pin to fail")
+			}
+			t.Logf("the pin fails with: %v", err)
+		})
+	}
+}
+
+// decodeCase is an answer the API server might give, decoded by client-go's
+// real clients, and whether it is a decode error.
+type decodeCase struct {
+	name   string
+	client string // "typed" or "metadata"
+	verb   string // "list" or "watch"
+	body   string // the list, or the object of one watch event
+	decode bool
+}
+
+var decodeCases = []decodeCase{
+	{"a field of the wrong type", "typed", "list", `{"kind":"PodList","apiVersion":"v1","items":[{"metadata":{"name":"a"},"spec":{"containers":"oops"}}]}`, true},
+	{"truncated JSON", "typed", "list", `{"kind":"PodList","apiVersion":"v1","items":[`, true},
+	{"not JSON", "typed", "list", `not json`, true},
+	{"a quantity that does not parse", "typed", "list", `{"kind":"PodList","apiVersion":"v1","items":[{"spec":{"containers":[{"name":"c","resources":{"limits":{"cpu":"1e1.5"}}}]}}]}`, true},
+	{"a kind the scheme does not know", "typed", "list", `{"kind":"Gadget","apiVersion":"v1","items":[]}`, true},
+	{"a watch event of the wrong type", "typed", "watch", `{"kind":"Pod","apiVersion":"v1","spec":{"containers":"oops"}}`, true},
+	{"a watch event that is not JSON", "typed", "watch", `]`, true},
+	{"metadata of the wrong type", "metadata", "list", `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","items":[{"metadata":{"name":5}}]}`, true},
+	{"metadata of an unknown kind that does not decode", "metadata", "list", `{"kind":"Pod","apiVersion":"v1","items":[{"metadata":{"name":5}}]}`, true},
+	{"metadata, truncated", "metadata", "list", `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","items":[`, true},
+	{"an error status", "typed", "list", `{"kind":"Status","apiVersion":"v1","status":"Failure","code":500,"reason":"InternalError","message":"etcd"}`, false},
+	{"an error status as a watch event", "typed", "watch", `{"kind":"Status","apiVersion":"v1","status":"Failure","code":500,"reason":"InternalError","message":"etcd"}`, false},
+}
+
+// retrieveError returns the error client-go's real typed or metadata
+// client gives for c's answer: what the reflector passes on (wrapped in
+// its "failed to list <type>: ").
+func retrieveError(t *testing.T, c decodeCase) error {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") == "true" {
+			typ := "ADDED"
+			if strings.Contains(c.body, `"kind":"Status"`) {
+				typ = "ERROR"
+			}
+			fmt.Fprintf(w, `{"type":%q,"object":%s}`+"\n", typ, c.body)
+			return
+		}
+		fmt.Fprint(w, c.body)
+	}))
+	defer srv.Close()
+	cfg := &rest.Config{Host: srv.URL}
+	ctx := context.Background()
+	var (
+		w   watch.Interface
+		err error
+	)
+	switch c.client + " " + c.verb {
+	case "typed list":
+		_, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+		return fmt.Errorf("failed to list *v1.Pod: %w", err)
+	case "metadata list":
+		_, err = metadata.NewForConfigOrDie(cfg).Resource(corev1.SchemeGroupVersion.WithResource("pods")).List(ctx, metav1.ListOptions{})
+		return fmt.Errorf("failed to list pods (metadata): %w", err)
+	case "typed watch":
+		w, err = kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods("").Watch(ctx, metav1.ListOptions{})
+	default:
+		t.Fatalf("no %s %s", c.client, c.verb)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", c.name, err)
+	}
+	defer w.Stop()
+	ev := <-w.ResultChan()
+	if ev.Type != watch.Error {
+		t.Fatalf("%s: got a %s event, want an error", c.name, ev.Type)
+	}
+	return apierrors.FromObject(ev.Object) // as the reflector turns it into an error
+}
+
+// checkDecodeError reports whether isDecodeError classifies err as c says.
+func checkDecodeError(c decodeCase, err error) error {
+	if err == nil {
+		return fmt.Errorf("%s: got no error, want one", c.name)
+	}
+	if got := isDecodeError(err); got != c.decode {
+		return fmt.Errorf("%s: isDecodeError(%q) = %v, want %v: client-go or apimachinery reports this %s failure "+
+			"differently now (kooper/controller/retrieveerror.go, isDecodeError, tells decode errors by their types, "+
+			"the ClientWatchDecoding cause and the messages \"json: \", \"couldn't get version/kind; json parse error\" "+
+			"and \"unable to decode\"): update it, or SyncError, the retrieve error metric's kind and the log level misreport it",
+			c.name, err, got, c.decode, c.client+" "+c.verb)
+	}
+	return nil
+}
+
+func TestPinDecodeErrorsOfClientGosClientsAreToldApart(t *testing.T) {
+	for _, c := range decodeCases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := checkDecodeError(c, retrieveError(t, c)); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// The same failures, worded as another client-go might word them.
+func TestThePinCatchesDecodeErrorsWithAnotherMessage(t *testing.T) {
+	reworded := []error{
+		errors.New("failed to list *v1.Pod: cannot get version/kind; json parse error: unexpected end of JSON input"),
+		errors.New("failed to list *v1.Pod: cannot unmarshal string into Go struct field PodSpec.items.spec.containers of type []v1.Container"),
+		errors.New("failed to list pods (metadata): could not decode returned object as PartialObjectMetadataList: invalid character"),
+		apierrors.FromObject(apierrors.NewClientErrorReporter(500, "GET", "WatchDecoding").AsObject(errors.New("unable to decode an event from the watch stream"))),
+	}
+	for _, err := range reworded {
+		got := checkDecodeError(decodeCase{name: "reworded", client: "typed", verb: "list", decode: true}, err)
+		if got == nil {
+			t.Errorf("got no error for %q, want the pin to fail", err)
+			continue
+		}
+		t.Logf("the pin fails with: %v", got)
+	}
+}
