@@ -43,7 +43,7 @@ type Shards struct {
 	slots []slotState
 	run   *shardedRun // while RunSharded runs
 	// validUntil, if set, is when every slot stops being handled unless
-	// pushed back (SetValidUntil).
+	// pushed back (SetValidUntil), on the running controller's clock.
 	validUntil time.Time
 }
 
@@ -238,7 +238,7 @@ func (s *Shards) begin(slot int) (ctx context.Context, ok bool) {
 	if !st.acquired || st.ctx == nil {
 		return nil, false
 	}
-	if !s.validUntil.IsZero() && !time.Now().Before(s.validUntil) {
+	if !s.validUntil.IsZero() && !s.run.c.cfg.Clock.Now().Before(s.validUntil) {
 		return nil, false
 	}
 	st.running++
@@ -393,6 +393,7 @@ func (r *shardedRun) start(slot int) {
 		onError:   r.c.retrieve.handler(),
 		idle:      r.c.cfg.WatchIdleTimeout,
 		onIdle:    idleLogger(r.c.log, r.c.cfg.WatchIdleTimeout),
+		clock:     r.c.cfg.Clock,
 	}
 	open, err := src.open(ctx, r.c.shardedEvents(r.s), cache.HandlerOptions{ResyncPeriod: &r.c.cfg.ResyncInterval})
 	if err != nil {
