@@ -436,18 +436,23 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 	}
 	if shards := c.shards.Load(); shards != nil {
 		// Sharded: only while the object's slot is this replica's, and
-		// within the slot's context, which Suspend cancels.
+		// cancelled if Suspend stops the slot.
 		slot, ok := shards.slotOf(item)
-		var slotCtx context.Context
+		sctx, cancel := context.WithCancel(ctx)
+		var stop *handlingStop
 		if ok {
-			slotCtx, ok = shards.begin(slot)
+			stop, ok = shards.begin(slot, cancel)
 		}
 		if !ok {
+			cancel()
 			queue.Forget(key)
 			return
 		}
-		defer shards.end(slot)
-		ctx = slotCtx
+		defer func() {
+			shards.end(slot, stop)
+			cancel()
+		}()
+		ctx = sctx
 	}
 	if c.validity.limited() {
 		// Under leader election: only while the Lease was renewed recently
