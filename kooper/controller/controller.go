@@ -177,9 +177,12 @@ func (c *Controller) Enqueue(key string) {
 // Config.HandleDuringSync the workers start at once, as objects arrive). It
 // then cancels the running handlers' contexts, waits up to
 // Config.ShutdownTimeout for them and for every goroutine it started, and
-// returns nil (or ErrShutdownTimeout). Keys still queued are dropped: they
-// are handled again by whichever controller next lists the objects. Run may
-// be called once (Run or RunWarm).
+// returns nil once all have returned. Otherwise it returns
+// ErrShutdownTimeout, and the only goroutines it leaves are those running a
+// handler that ignores its context: each ends when its handler returns,
+// and schedules nothing. Keys still queued are dropped: they are handled
+// again by whichever controller next lists the objects. Run may be called
+// once (Run or RunWarm).
 func (c *Controller) Run(ctx context.Context) error { return c.run(ctx, nil) }
 
 // RunWarm is Run for a warm standby under leader election: it fills the
