@@ -119,9 +119,11 @@ type Config struct {
 	Logger log.Logger
 	// MetricsRecorder receives the controller's metrics. Default: none.
 	MetricsRecorder MetricsRecorder
-	// Clock drives retries and RequeueAfter delays; tests inject a fake.
-	// Default the real clock.
-	Clock clock.WithTicker
+	// Clock drives every wait and timestamp of the controller (retries,
+	// RequeueAfter, ProcessingTimeout, ShutdownTimeout, SetValidUntil, watch
+	// idle timeouts, handling durations); tests inject a fake. Default the
+	// real clock.
+	Clock clock.WithTickerAndDelayedExecution
 }
 
 // Defaults of Config's fields, exported for documentation and tests.

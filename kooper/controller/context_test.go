@@ -3,17 +3,18 @@ package controller
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 	"time"
+
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
-func TestTheHandlingContextTimesOutLikeContextWithDeadline(t *testing.T) {
-	ctx := newHandlingContext(context.Background(), 30*time.Millisecond)
-	defer ctx.release()
-	if err := ctx.Err(); err != nil {
-		t.Fatalf("got Err %v before the deadline, want nil", err)
-	}
+// On the real clock the handling context is context.WithTimeout's: its
+// deadline is reported, and its Err says DeadlineExceeded.
+func TestTheHandlingContextTimesOutOnTheRealClock(t *testing.T) {
+	ctx, cancel := handlingContext(context.Background(), clock.RealClock{}, 30*time.Millisecond, Handling{})
+	defer cancel()
 	if d, ok := ctx.Deadline(); !ok || time.Until(d) > 30*time.Millisecond {
 		t.Errorf("got Deadline %v %v, want one within 30ms", d, ok)
 	}
@@ -27,69 +28,56 @@ func TestTheHandlingContextTimesOutLikeContextWithDeadline(t *testing.T) {
 	}
 }
 
-func TestTheHandlingContextReportsAPassedDeadlineWithoutDone(t *testing.T) {
-	ctx := newHandlingContext(context.Background(), time.Millisecond)
-	time.Sleep(5 * time.Millisecond)
-	if err := ctx.Err(); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("got Err %v, want %v", err, context.DeadlineExceeded)
+// On an injected clock the timeout passes when that clock says so, and
+// the context is cancelled with the cause DeadlineExceeded.
+func TestTheHandlingContextTimesOutOnTheInjectedClock(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	ctx, cancel := handlingContext(context.Background(), clk, time.Minute, Handling{})
+	defer cancel()
+	clk.Step(time.Minute - time.Nanosecond)
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("got Err %v before the timeout, want nil", err)
 	}
-}
-
-func TestTheHandlingContextFollowsItsParent(t *testing.T) {
-	type key struct{}
-	parent, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
-	ctx := newHandlingContext(parent, time.Hour)
-	defer ctx.release()
-	if got := ctx.Value(key{}); got != "v" {
-		t.Errorf("got Value %v, want v", got)
-	}
-	cancel()
-	if err := ctx.Err(); !errors.Is(err, context.Canceled) {
-		t.Errorf("got Err %v before Done, want %v", err, context.Canceled)
-	}
+	clk.Step(time.Nanosecond)
 	<-ctx.Done()
-	if err := ctx.Err(); !errors.Is(err, context.Canceled) {
-		t.Errorf("got Err %v after Done, want %v", err, context.Canceled)
+	if cause := context.Cause(ctx); !errors.Is(cause, context.DeadlineExceeded) {
+		t.Errorf("got cause %v, want %v", cause, context.DeadlineExceeded)
 	}
 }
 
-func TestChildrenOfTheHandlingContextStartNoGoroutine(t *testing.T) {
-	parent, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ctx := newHandlingContext(parent, time.Hour)
-	defer ctx.release()
-	before := runtime.NumGoroutine()
-	var cancels []context.CancelFunc
-	for range 100 {
-		_, c := context.WithTimeout(ctx, time.Hour)
-		cancels = append(cancels, c)
-	}
-	if after := runtime.NumGoroutine(); after > before+5 {
-		t.Errorf("got %d goroutines after deriving 100 contexts, want about %d", after, before)
+// Cancelling a handling context frees its timer.
+func TestCancellingTheHandlingContextStopsItsTimer(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
+	ctx, cancel := handlingContext(context.Background(), clk, time.Minute, Handling{})
+	if !clk.HasWaiters() {
+		t.Fatal("no timer armed for the timeout")
 	}
 	cancel()
-	for _, c := range cancels {
-		c()
+	if clk.HasWaiters() {
+		t.Error("the timeout's timer is still armed after cancel")
+	}
+	if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+		t.Errorf("got cause %v, want %v", cause, context.Canceled)
 	}
 }
 
-func BenchmarkHandlingContext(b *testing.B) {
-	parent, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	b.Run("lazy", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			c := newHandlingContext(parent, time.Minute)
-			_ = c.Err()
-			c.release()
+func TestTheHandlingContextFollowsItsParentAndCarriesTheHandling(t *testing.T) {
+	for _, clk := range []clock.WithTickerAndDelayedExecution{clock.RealClock{}, testingclock.NewFakeClock(time.Now())} {
+		type key struct{}
+		parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+		want := Handling{Controller: "c", Key: "ns/a", Attempt: 2}
+		ctx, cancel := handlingContext(parent, clk, time.Hour, want)
+		if got := ctx.Value(key{}); got != "v" {
+			t.Errorf("%T: got Value %v, want v", clk, got)
 		}
-	})
-	b.Run("context.WithTimeout", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			c, cancel := context.WithTimeout(parent, time.Minute)
-			_ = c.Err()
-			cancel()
+		if got, ok := HandlingFrom(ctx); !ok || got != want {
+			t.Errorf("%T: got HandlingFrom %+v %v, want %+v", clk, got, ok, want)
 		}
-	})
+		cancelParent()
+		<-ctx.Done()
+		if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("%T: got Err %v, want %v", clk, err, context.Canceled)
+		}
+		cancel()
+	}
 }

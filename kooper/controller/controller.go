@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/log"
 )
@@ -58,12 +59,12 @@ func New(cfg Config) (*Controller, error) {
 	//  2. recoverPanics: turns a panic into an error the loop retries;
 	//  3. the user's handler, with the middlewares the user chained.
 	h := Chain(cfg.Handler,
-		measure(cfg.MetricsRecorder, cfg.Name),
+		measure(cfg.MetricsRecorder, cfg.Name, cfg.Clock),
 		recoverPanics(cfg.MetricsRecorder, cfg.Name, logger),
 	)
 	retrieve := &retrieveErrors{controller: cfg.Name, resource: describe(cfg.Retriever),
 		log: logger, rec: cfg.MetricsRecorder, clock: cfg.Clock}
-	c := &Controller{cfg: cfg, handler: h, log: logger, retrieve: retrieve}
+	c := &Controller{cfg: cfg, handler: h, log: logger, retrieve: retrieve, validity: validity{clock: cfg.Clock}}
 	c.source = newCacheSource(cfg, retrieve.handler(), func(key string) { c.add(key, SourceInitial) })
 	return c, nil
 }
@@ -176,9 +177,12 @@ func (c *Controller) Enqueue(key string) {
 // Config.HandleDuringSync the workers start at once, as objects arrive). It
 // then cancels the running handlers' contexts, waits up to
 // Config.ShutdownTimeout for them and for every goroutine it started, and
-// returns nil (or ErrShutdownTimeout). Keys still queued are dropped: they
-// are handled again by whichever controller next lists the objects. Run may
-// be called once (Run or RunWarm).
+// returns nil once all have returned. Otherwise it returns
+// ErrShutdownTimeout, and the only goroutines it leaves are those running a
+// handler that ignores its context: each ends when its handler returns,
+// and schedules nothing. Keys still queued are dropped: they are handled
+// again by whichever controller next lists the objects. Run may be called
+// once (Run or RunWarm).
 func (c *Controller) Run(ctx context.Context) error { return c.run(ctx, nil) }
 
 // RunWarm is Run for a warm standby under leader election: it fills the
@@ -216,7 +220,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	// 2. The workers start once this replica leads (at once outside leader
 	// election), and once the cache is filled (every listed object is then
 	// queued) unless HandleDuringSync.
-	var workers sync.WaitGroup
+	workers := newGoroutines()
 	synced := make(chan struct{})
 	workers.Go(func() {
 		if !closedBefore(ctx, leading) {
@@ -253,7 +257,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	// 3. Drain: workers finish their current key, then exit.
 	queue.ShutDown()
 	defer c.validity.stop()
-	err = waitTimeout(&workers, c.cfg.ShutdownTimeout)
+	err = workers.wait(c.cfg.Clock, c.cfg.ShutdownTimeout)
 	src.close()
 	if err != nil {
 		c.log.Error("controller stopped with handlers still running", log.KeyErr, err)
@@ -435,18 +439,23 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 	}
 	if shards := c.shards.Load(); shards != nil {
 		// Sharded: only while the object's slot is this replica's, and
-		// within the slot's context, which Suspend cancels.
+		// cancelled if Suspend stops the slot.
 		slot, ok := shards.slotOf(item)
-		var slotCtx context.Context
+		sctx, cancel := context.WithCancel(ctx)
+		var stop *handlingStop
 		if ok {
-			slotCtx, ok = shards.begin(slot)
+			stop, ok = shards.begin(slot, cancel)
 		}
 		if !ok {
+			cancel()
 			queue.Forget(key)
 			return
 		}
-		defer shards.end(slot)
-		ctx = slotCtx
+		defer func() {
+			shards.end(slot, stop)
+			cancel()
+		}()
+		ctx = sctx
 	}
 	if c.validity.limited() {
 		// Under leader election: only while the Lease was renewed recently
@@ -476,10 +485,10 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		obj = obj.DeepCopyObject()
 	}
 
-	hctx := newHandlingContext(ctx, c.cfg.ProcessingTimeout)
-	hctx.info = Handling{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1}
+	hctx, release := handlingContext(ctx, c.cfg.Clock, c.cfg.ProcessingTimeout,
+		Handling{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1})
 	err = c.handler.Handle(hctx, obj)
-	hctx.release()
+	release()
 
 	if err == nil {
 		queue.Forget(key) // success resets the backoff
@@ -512,20 +521,20 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 	}
 }
 
-// measure records the duration and outcome of every handling.
-func measure(rec MetricsRecorder, name string) Middleware {
+// measure records the duration (on clk) and outcome of every handling.
+func measure(rec MetricsRecorder, name string, clk clock.PassiveClock) Middleware {
 	if _, noop := rec.(noopRecorder); noop {
 		return func(next Handler) Handler { return next }
 	}
 	return func(next Handler) Handler {
 		return HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
-			start := time.Now()
+			start := clk.Now()
 			err := next.Handle(ctx, obj)
 			success := err == nil
 			if !success {
 				_, success = requeueAfter(err)
 			}
-			rec.ObserveHandling(name, success, time.Since(start))
+			rec.ObserveHandling(name, success, clk.Since(start))
 			return err
 		})
 	}
@@ -549,16 +558,47 @@ func recoverPanics(rec MetricsRecorder, name string, logger log.Logger) Middlewa
 	}
 }
 
-// waitTimeout waits for wg, at most d.
-func waitTimeout(wg *sync.WaitGroup, d time.Duration) error {
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	t := time.NewTimer(d)
+// goroutines counts the goroutines a Run starts, so that Run can wait for
+// them with a timeout without starting one more to wait: after
+// ErrShutdownTimeout, the only goroutines left of Run's are the workers
+// whose handler ignores its cancelled context, each gone once its handler
+// returns (to a shut-down queue, which schedules nothing any more).
+type goroutines struct {
+	n    atomic.Int64 // running, plus one until wait
+	done chan struct{}
+}
+
+func newGoroutines() *goroutines {
+	g := &goroutines{done: make(chan struct{})}
+	g.n.Store(1)
+	return g
+}
+
+// Go runs f in a goroutine, counted. Only a counted goroutine, or Run
+// before wait, may call it.
+func (g *goroutines) Go(f func()) {
+	g.n.Add(1)
+	go func() {
+		defer g.exit()
+		f()
+	}()
+}
+
+func (g *goroutines) exit() {
+	if g.n.Add(-1) == 0 {
+		close(g.done)
+	}
+}
+
+// wait waits until every goroutine started has returned, at most d on clk.
+func (g *goroutines) wait(clk clock.Clock, d time.Duration) error {
+	g.exit()
+	t := clk.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-done:
+	case <-g.done:
 		return nil
-	case <-t.C:
+	case <-t.C():
 		return fmt.Errorf("%w (%s)", ErrShutdownTimeout, d)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kooperkit/kooper/kooper/controller"
@@ -356,24 +358,118 @@ func TestRunWaitsForRunningHandlersAndCancelsThem(t *testing.T) {
 	}
 }
 
-func TestRunGivesUpOnAHandlerIgnoringCancellation(t *testing.T) {
+// blockIgnoringContext blocks until release is closed, whatever its
+// context says: a handler that ignores cancellation. goleak finds its
+// goroutine by this name.
+func blockIgnoringContext(release <-chan struct{}) { <-release }
+
+// armCounter is a fake clock that counts the timers and tickers armed on
+// it. (The fake's own Waiters cannot tell: its tickers never stop.)
+type armCounter struct {
+	*clocktesting.FakeClock
+	armed atomic.Int32
+}
+
+func (c *armCounter) After(d time.Duration) <-chan time.Time {
+	c.armed.Add(1)
+	return c.FakeClock.After(d)
+}
+
+func (c *armCounter) NewTimer(d time.Duration) clock.Timer {
+	c.armed.Add(1)
+	return c.FakeClock.NewTimer(d)
+}
+
+func (c *armCounter) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.armed.Add(1)
+	return c.FakeClock.AfterFunc(d, f)
+}
+
+func (c *armCounter) NewTicker(d time.Duration) clock.Ticker {
+	c.armed.Add(1)
+	return c.FakeClock.NewTicker(d)
+}
+
+const blockIgnoringContextName = "github.com/kooperkit/kooper/kooper/controller_test.blockIgnoringContext"
+
+// Run gives up on a handler that ignores its cancelled context after
+// ShutdownTimeout on the clock, and returns ErrShutdownTimeout: of all it
+// started, only the goroutine running that handler is left, and it ends
+// when the handler returns. Nothing scheduled just before the shutdown (a
+// RequeueAfter, a retry, the end of SetValidUntil's right) fires, and no
+// timer is armed, after Run returned.
+func TestNothingOfRunIsLeftButAHandlerIgnoringCancellation(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	clk := &armCounter{FakeClock: clocktesting.NewFakeClock(time.Now())}
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
-	mustAdd(t, src, pod("a"))
-	started, release := make(chan struct{}), make(chan struct{})
-	h := controller.HandlerFunc(func(context.Context, runtime.Object) error {
-		close(started)
-		<-release // ignores its context
-		return nil
-	})
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
-		ShutdownTimeout: 100 * time.Millisecond})
-	<-started
-	err := stop()
-	if !errors.Is(err, controller.ErrShutdownTimeout) {
-		t.Errorf("got Run error %v, want %v", err, controller.ErrShutdownTimeout)
+	for _, name := range []string{"requeued", "failing", "stuck"} {
+		mustAdd(t, src, pod(name))
 	}
-	close(release) // let the abandoned handler go before goleak looks
+	release := make(chan struct{})
+	var calls sync.Map // name → *atomic.Int32
+	handled := make(chan string, 10)
+	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+		name := obj.(*corev1.Pod).Name
+		n, _ := calls.LoadOrStore(name, new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		handled <- name
+		switch name {
+		case "requeued":
+			return controller.RequeueAfter(time.Minute)
+		case "stuck":
+			blockIgnoringContext(release)
+		}
+		return errors.New("failed") // retried after RetryBaseDelay
+	})
+	c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+		Clock: clk, ShutdownTimeout: time.Second, RetryBaseDelay: 30 * time.Second, RetryMaxDelay: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	for range 3 {
+		<-handled
+	}
+	c.SetValidUntil(clk.Now().Add(time.Hour))
+
+	// Stop: the stuck handler keeps Run waiting until ShutdownTimeout has
+	// passed on the clock.
+	cancel()
+	var runErr error
+	for stepped := false; !stepped; {
+		select {
+		case runErr = <-done:
+			stepped = true
+		default:
+			clk.Step(100 * time.Millisecond) // never reaches a retry's 30s
+			goruntime.Gosched()
+		}
+	}
+	if !errors.Is(runErr, controller.ErrShutdownTimeout) {
+		t.Fatalf("got Run error %v, want %v", runErr, controller.ErrShutdownTimeout)
+	}
+	goleak.VerifyNone(t, goleak.IgnoreAnyFunction(blockIgnoringContextName))
+
+	// After Run: the right moved, the stuck handler returns an error (a
+	// retry), and every delay scheduled before passes. Nothing runs, and
+	// no timer is armed.
+	clk.armed.Store(0)
+	c.SetValidUntil(clk.Now().Add(time.Hour))
+	close(release)
+	goleak.VerifyNone(t)
+	clk.Step(2 * time.Hour)
+	goleak.VerifyNone(t)
+	if n := clk.armed.Load(); n != 0 {
+		t.Errorf("%d timers armed after Run returned, want none", n)
+	}
+	calls.Range(func(name, n any) bool {
+		if got := n.(*atomic.Int32).Load(); got != 1 {
+			t.Errorf("%s handled %d times, want once: nothing is handled after Run returned", name, got)
+		}
+		return true
+	})
 }
 
 func TestRunTwiceIsAnError(t *testing.T) {

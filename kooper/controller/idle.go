@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
 )
 
 // A watch can die without a word: a proxy or load balancer that stops
@@ -34,12 +35,16 @@ import (
 // answer within the idle timeout.
 var errWatchUnanswered = errors.New("the watch request got no answer")
 
-// watchUnanswered opens a watch of r bounded by timeout: the request is
-// cancelled if unanswered for timeout, and the watch once it received
-// nothing for timeout (onIdle is called in both cases).
-func watchUnanswered(ctx context.Context, r Retriever, opts metav1.ListOptions, timeout time.Duration, onIdle func()) (watch.Interface, error) {
+// watchUnanswered opens a watch of r bounded by timeout on clk (nil: the
+// real clock): the request is cancelled if unanswered for timeout, and the
+// watch once it received nothing for timeout (onIdle is called in both
+// cases).
+func watchUnanswered(ctx context.Context, clk clock.WithDelayedExecution, r Retriever, opts metav1.ListOptions, timeout time.Duration, onIdle func()) (watch.Interface, error) {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
 	wctx, cancel := context.WithCancel(ctx)
-	unanswered := time.AfterFunc(timeout, cancel)
+	unanswered := clk.AfterFunc(timeout, cancel)
 	w, err := r.Watch(wctx, opts)
 	if !unanswered.Stop() {
 		// Cancelled while waiting for the answer, or just as it came.
@@ -57,7 +62,7 @@ func watchUnanswered(ctx context.Context, r Retriever, opts metav1.ListOptions, 
 		cancel()
 		return w, err
 	}
-	return watchWithIdleTimeout(w, timeout, onIdle, cancel), nil
+	return watchWithIdleTimeout(clk, w, timeout, onIdle, cancel), nil
 }
 
 // idleWatch forwards the events of a watch, and stops it once nothing has
@@ -71,15 +76,15 @@ type idleWatch struct {
 }
 
 // watchWithIdleTimeout wraps w so that it ends (its result channel closes,
-// and w is stopped) when no event arrived for timeout; onIdle is called
-// then. release, if not nil, is called once the watch has ended (it
+// and w is stopped) when no event arrived for timeout on clk; onIdle is
+// called then. release, if not nil, is called once the watch has ended (it
 // cancels the request's context).
-func watchWithIdleTimeout(w watch.Interface, timeout time.Duration, onIdle func(), release func()) watch.Interface {
+func watchWithIdleTimeout(clk clock.Clock, w watch.Interface, timeout time.Duration, onIdle func(), release func()) watch.Interface {
 	if release == nil {
 		release = func() {}
 	}
 	iw := &idleWatch{in: w, out: make(chan watch.Event), stop: make(chan struct{}), release: release}
-	go iw.run(timeout, onIdle)
+	go iw.run(clk, timeout, onIdle)
 	return iw
 }
 
@@ -92,10 +97,10 @@ func (w *idleWatch) Stop() {
 	})
 }
 
-func (w *idleWatch) run(timeout time.Duration, onIdle func()) {
+func (w *idleWatch) run(clk clock.Clock, timeout time.Duration, onIdle func()) {
 	defer w.release()
 	defer close(w.out)
-	idle := time.NewTimer(timeout)
+	idle := clk.NewTimer(timeout)
 	defer idle.Stop()
 	for {
 		select {
@@ -103,13 +108,19 @@ func (w *idleWatch) run(timeout time.Duration, onIdle func()) {
 			if !ok {
 				return
 			}
+			if !idle.Stop() {
+				select { // a fake clock's timer keeps a fired tick
+				case <-idle.C():
+				default:
+				}
+			}
 			idle.Reset(timeout)
 			select {
 			case w.out <- ev:
 			case <-w.stop:
 				return
 			}
-		case <-idle.C:
+		case <-idle.C():
 			onIdle()
 			w.Stop()
 			return

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	goruntime "runtime"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,27 +12,21 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
 // A watch that keeps receiving events lives on; one that receives nothing
 // for the timeout ends, the watch beneath is stopped, and onIdle is told.
 func TestAnIdleWatchEnds(t *testing.T) {
 	fake := watch.NewFake()
+	clk := testingclock.NewFakeClock(time.Now())
 	var idled atomic.Int32
-	// The timeout is twenty times the gap between events, so that a loaded
-	// machine (make test runs this beside a cluster) does not stretch a gap
-	// past it: the wrapper would stop the fake, and the next Modify would
-	// panic on its closed channel.
-	w := watchWithIdleTimeout(fake, time.Second, func() { idled.Add(1) }, nil)
+	w := watchWithIdleTimeout(clk, fake, time.Second, func() { idled.Add(1) }, nil)
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"}}
-	// Events every 50ms, six of them: never idle meanwhile.
-	go func() {
-		for range 6 {
-			fake.Modify(pod)
-			time.Sleep(50 * time.Millisecond)
-		}
-	}()
+	// An event every 900ms, six of them: never idle meanwhile.
 	for range 6 {
+		go fake.Modify(pod)
 		select {
 		case ev := <-w.ResultChan():
 			if ev.Type != watch.Modified {
@@ -40,10 +35,13 @@ func TestAnIdleWatchEnds(t *testing.T) {
 		case <-time.After(5 * time.Second):
 			t.Fatal("an event did not come through")
 		}
+		waitForWaiters(t, clk) // the idle timer, reset
+		clk.Step(900 * time.Millisecond)
 	}
 	if idled.Load() != 0 {
 		t.Fatal("a watch receiving events was ended as idle")
 	}
+	clk.Step(100 * time.Millisecond)
 	select {
 	case _, ok := <-w.ResultChan():
 		if ok {
@@ -57,12 +55,25 @@ func TestAnIdleWatchEnds(t *testing.T) {
 	}
 }
 
+// waitForWaiters waits until something waits on clk: a goroutine has
+// armed its timer.
+func waitForWaiters(t *testing.T, clk *testingclock.FakeClock) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !clk.HasWaiters() {
+		if time.Now().After(deadline) {
+			t.Fatal("nothing waits on the clock after 5s")
+		}
+		goruntime.Gosched()
+	}
+}
+
 // Stopping the wrapper stops the watch beneath and closes the channel, with
 // no idle report.
 func TestStoppingAnIdleWatch(t *testing.T) {
 	fake := watch.NewFake()
 	var idled atomic.Int32
-	w := watchWithIdleTimeout(fake, time.Hour, func() { idled.Add(1) }, nil)
+	w := watchWithIdleTimeout(clock.RealClock{}, fake, time.Hour, func() { idled.Add(1) }, nil)
 	w.Stop()
 	w.Stop() // twice is harmless
 	if _, ok := <-w.ResultChan(); ok {
@@ -93,24 +104,32 @@ func (r hungRetriever) Watch(ctx context.Context, _ metav1.ListOptions) (watch.I
 // reflector asks again; an answered one is the idle-bounded watch, whose
 // request context lives until it ends.
 func TestAnUnansweredWatchRequestEnds(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Now())
 	var idled atomic.Int32
-	began := time.Now()
-	_, err := watchUnanswered(context.Background(), hungRetriever{}, metav1.ListOptions{}, 200*time.Millisecond, func() { idled.Add(1) })
-	if !errors.Is(err, errWatchUnanswered) || idled.Load() != 1 {
+	errs := make(chan error, 1)
+	go func() {
+		_, err := watchUnanswered(context.Background(), clk, hungRetriever{}, metav1.ListOptions{}, 200*time.Millisecond, func() { idled.Add(1) })
+		errs <- err
+	}()
+	waitForWaiters(t, clk)
+	clk.Step(200 * time.Millisecond)
+	if err := <-errs; !errors.Is(err, errWatchUnanswered) || idled.Load() != 1 {
 		t.Fatalf("got %v and %d idle reports, want errWatchUnanswered and one", err, idled.Load())
-	}
-	if waited := time.Since(began); waited > 5*time.Second {
-		t.Errorf("the request was cancelled after %s, want about the 200ms timeout", waited)
 	}
 
 	// Cancelled by its caller: the caller's error, no idle report.
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(50*time.Millisecond, cancel)
-	if _, err := watchUnanswered(ctx, hungRetriever{}, metav1.ListOptions{}, time.Hour, func() { idled.Add(1) }); !errors.Is(err, context.Canceled) || idled.Load() != 1 {
+	go func() {
+		_, err := watchUnanswered(ctx, clk, hungRetriever{}, metav1.ListOptions{}, time.Hour, func() { idled.Add(1) })
+		errs <- err
+	}()
+	waitForWaiters(t, clk)
+	cancel()
+	if err := <-errs; !errors.Is(err, context.Canceled) || idled.Load() != 1 {
 		t.Fatalf("got %v and %d idle reports, want context.Canceled and still one", err, idled.Load())
 	}
 
-	w, err := watchUnanswered(context.Background(), hungRetriever{answered: true}, metav1.ListOptions{}, time.Hour, func() { idled.Add(1) })
+	w, err := watchUnanswered(context.Background(), clk, hungRetriever{answered: true}, metav1.ListOptions{}, time.Hour, func() { idled.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}

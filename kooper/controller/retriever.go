@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 )
 
 // Retriever lists and watches one resource type. The controller's cache
@@ -201,9 +202,10 @@ type listerWatcher struct {
 	// tap, if set, wraps the watches that stream an initial list.
 	tap func(watch.Interface) watch.Interface
 	// idle, if positive, ends a watch that received nothing for that long
-	// (idle.go); onIdle is told.
+	// on clock (idle.go; nil: the real clock); onIdle is told.
 	idle   time.Duration
 	onIdle func()
+	clock  clock.WithDelayedExecution
 }
 
 var (
@@ -231,7 +233,7 @@ func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOpt
 		if onIdle == nil {
 			onIdle = func() {}
 		}
-		if w, err = watchUnanswered(ctx, l.r, opts, l.idle, onIdle); err != nil {
+		if w, err = watchUnanswered(ctx, l.clock, l.r, opts, l.idle, onIdle); err != nil {
 			return w, err
 		}
 	} else if w, err = l.r.Watch(ctx, opts); err != nil {

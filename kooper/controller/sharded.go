@@ -68,7 +68,7 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 		return fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 
-	var workers sync.WaitGroup
+	workers := newGoroutines()
 	for i := range c.cfg.ConcurrentWorkers {
 		workers.Go(func() {
 			if !closedBefore(ctx, synced) {
@@ -92,7 +92,7 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 	}
 
 	queue.ShutDown()
-	err := waitTimeout(&workers, c.cfg.ShutdownTimeout)
+	err := workers.wait(c.cfg.Clock, c.cfg.ShutdownTimeout)
 	slotsWG.Wait()
 	for _, open := range shards.caches() {
 		open.close() // stopped with ctx

@@ -43,7 +43,7 @@ type Shards struct {
 	slots []slotState
 	run   *shardedRun // while RunSharded runs
 	// validUntil, if set, is when every slot stops being handled unless
-	// pushed back (SetValidUntil).
+	// pushed back (SetValidUntil), on the running controller's clock.
 	validUntil time.Time
 }
 
@@ -51,13 +51,9 @@ type Shards struct {
 type slotState struct {
 	// acquired: its keys may be handled.
 	acquired bool
-	// ctx is the parent of its handlings' contexts while acquired;
-	// Suspend cancels it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	// running counts its handlings; idle is closed once it drops to 0
-	// after a release.
-	running int
+	// running holds its handlings, whose contexts Suspend cancels; idle is
+	// closed once none runs after a release.
+	running map[*handlingStop]struct{}
 	idle    chan struct{}
 	// cache is the slot's own (server-side), while acquired.
 	cache *slotCache
@@ -139,9 +135,6 @@ func (s *Shards) Acquire(slot int) error {
 	}
 	st.acquired = true
 	run := s.run
-	if run != nil {
-		st.ctx, st.cancel = context.WithCancel(run.ctx)
-	}
 	s.mu.Unlock()
 	if run != nil {
 		run.start(slot)
@@ -210,16 +203,13 @@ func (s *Shards) release(slot int, cancel bool) (chan struct{}, *slotCache) {
 	st := &s.slots[slot]
 	c := st.cache
 	st.cache = nil
-	if st.acquired {
-		st.acquired = false
-		if cancel && st.cancel != nil {
-			st.cancel()
+	st.acquired = false
+	if cancel {
+		for h := range st.running {
+			h.cancel()
 		}
 	}
-	if st.running == 0 {
-		if st.cancel != nil {
-			st.cancel()
-		}
+	if len(st.running) == 0 {
 		return nil, c
 	}
 	if st.idle == nil {
@@ -229,33 +219,35 @@ func (s *Shards) release(slot int, cancel bool) (chan struct{}, *slotCache) {
 }
 
 // begin is called by a worker before handling a key of slot: ok is false
-// if the slot is not acquired (drop the key); otherwise ctx is the parent of
-// the handling's context, and end must follow.
-func (s *Shards) begin(slot int) (ctx context.Context, ok bool) {
+// if the slot is not acquired by a running controller (drop the key);
+// otherwise cancel is called if Suspend stops the slot, and end must
+// follow.
+func (s *Shards) begin(slot int, cancel context.CancelFunc) (h *handlingStop, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.slots[slot]
-	if !st.acquired || st.ctx == nil {
+	if !st.acquired || s.run == nil {
 		return nil, false
 	}
-	if !s.validUntil.IsZero() && !time.Now().Before(s.validUntil) {
+	if !s.validUntil.IsZero() && !s.run.c.cfg.Clock.Now().Before(s.validUntil) {
 		return nil, false
 	}
-	st.running++
-	return st.ctx, true
+	h = &handlingStop{cancel: cancel}
+	if st.running == nil {
+		st.running = map[*handlingStop]struct{}{}
+	}
+	st.running[h] = struct{}{}
+	return h, true
 }
 
 // end is called once a handling that began returns.
-func (s *Shards) end(slot int) {
+func (s *Shards) end(slot int, h *handlingStop) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := &s.slots[slot]
-	st.running--
-	if st.running > 0 {
+	delete(st.running, h)
+	if len(st.running) > 0 {
 		return
-	}
-	if !st.acquired && st.cancel != nil {
-		st.cancel()
 	}
 	if st.idle != nil {
 		close(st.idle)
@@ -280,8 +272,7 @@ func (s *Shards) bind(run *shardedRun) error {
 	s.run = run
 	var started []int
 	for i := range s.slots {
-		if st := &s.slots[i]; st.acquired {
-			st.ctx, st.cancel = context.WithCancel(run.ctx)
+		if s.slots[i].acquired {
 			started = append(started, i)
 		}
 	}
@@ -299,12 +290,7 @@ func (s *Shards) unbind() {
 	defer s.mu.Unlock()
 	s.run = nil
 	for i := range s.slots {
-		st := &s.slots[i]
-		st.cache = nil
-		if st.cancel != nil {
-			st.cancel()
-		}
-		st.ctx, st.cancel = nil, nil
+		s.slots[i].cache = nil
 	}
 }
 
@@ -352,6 +338,8 @@ func (s *Shards) slotOf(obj any) (int, bool) {
 // shardedRun is what a running sharded controller gives its Shards: how to
 // start a slot.
 type shardedRun struct {
+	// ctx is RunSharded's, kept because Acquire, which starts a slot's
+	// goroutines and informer, is called from outside with none.
 	ctx context.Context
 	c   *Controller
 	s   *Shards
@@ -393,6 +381,7 @@ func (r *shardedRun) start(slot int) {
 		onError:   r.c.retrieve.handler(),
 		idle:      r.c.cfg.WatchIdleTimeout,
 		onIdle:    idleLogger(r.c.log, r.c.cfg.WatchIdleTimeout),
+		clock:     r.c.cfg.Clock,
 	}
 	open, err := src.open(ctx, r.c.shardedEvents(r.s), cache.HandlerOptions{ResyncPeriod: &r.c.cfg.ResyncInterval})
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/log"
 )
@@ -45,6 +46,7 @@ func newCacheSource(cfg Config, onError cache.WatchErrorHandlerWithContext, queu
 		onError:   onError,
 		idle:      cfg.WatchIdleTimeout,
 		onIdle:    idleLogger(cfg.Logger, cfg.WatchIdleTimeout),
+		clock:     cfg.Clock,
 	}
 	if cfg.HandleDuringSync {
 		return tappedInformer{own: own, queue: queue}
@@ -122,6 +124,7 @@ type ownInformer struct {
 	onError   cache.WatchErrorHandlerWithContext
 	idle      time.Duration // Config.WatchIdleTimeout
 	onIdle    func()
+	clock     clock.WithDelayedExecution
 }
 
 // idleLogger says that a silent watch is being restarted.
@@ -132,7 +135,7 @@ func idleLogger(logger log.Logger, idle time.Duration) func() {
 }
 
 func (s ownInformer) open(ctx context.Context, h cache.ResourceEventHandler, opts cache.HandlerOptions) (*openCache, error) {
-	lw := listerWatcher{ctx: ctx, r: s.retriever, idle: s.idle, onIdle: s.onIdle}
+	lw := listerWatcher{ctx: ctx, r: s.retriever, idle: s.idle, onIdle: s.onIdle, clock: s.clock}
 	informer, reg, stopped, err := startInformer(ctx, lw, s.resync, s.transform, s.onError, h, opts)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"k8s.io/utils/clock"
 )
 
 // SetValidUntil sets when this controller's right to handle ends unless it
@@ -18,11 +20,16 @@ import (
 // default). It is safe to call at any time, from any goroutine.
 func (c *Controller) SetValidUntil(t time.Time) { c.validity.set(t) }
 
-// validity is the right to handle that SetValidUntil bounds.
+// validity is the right to handle that SetValidUntil bounds, on the
+// controller's clock.
 type validity struct {
-	mu      sync.Mutex
-	until   time.Time
-	timer   *time.Timer
+	clock clock.WithDelayedExecution
+
+	mu    sync.Mutex
+	until time.Time
+	// timer expires the right; none is armed once Run has returned.
+	timer   clock.Timer
+	stopped bool
 	running map[*handlingStop]struct{}
 }
 
@@ -37,9 +44,16 @@ func (v *validity) set(t time.Time) {
 		v.timer.Stop()
 		v.timer = nil
 	}
-	if !t.IsZero() {
-		v.timer = time.AfterFunc(time.Until(t), v.expire)
+	if !t.IsZero() && !v.stopped {
+		v.arm(t.Sub(v.clock.Now()))
 	}
+}
+
+// arm calls expire after d, in a goroutine of its own as time.AfterFunc
+// does (a fake clock calls back while it holds its lock, which expire's
+// Now would wait for).
+func (v *validity) arm(d time.Duration) {
+	v.timer = v.clock.AfterFunc(d, func() { go v.expire() })
 }
 
 // limited reports whether a limit is set.
@@ -53,11 +67,11 @@ func (v *validity) limited() bool {
 func (v *validity) expire() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.until.IsZero() {
+	if v.until.IsZero() || v.stopped {
 		return
 	}
-	if left := time.Until(v.until); left > 0 {
-		v.timer = time.AfterFunc(left, v.expire) // moved later meanwhile
+	if left := v.until.Sub(v.clock.Now()); left > 0 {
+		v.arm(left) // moved later meanwhile
 		return
 	}
 	for s := range v.running {
@@ -70,7 +84,7 @@ func (v *validity) expire() {
 func (v *validity) begin(cancel context.CancelFunc) (s *handlingStop, ok bool) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if !v.until.IsZero() && !time.Now().Before(v.until) {
+	if !v.until.IsZero() && !v.clock.Now().Before(v.until) {
 		return nil, false
 	}
 	s = &handlingStop{cancel: cancel}
@@ -87,10 +101,11 @@ func (v *validity) end(s *handlingStop) {
 	delete(v.running, s)
 }
 
-// stop stops the timer, once Run returns.
+// stop stops the timer once Run returns; later calls of set arm none.
 func (v *validity) stop() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.stopped = true
 	if v.timer != nil {
 		v.timer.Stop()
 		v.timer = nil

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/controllertest"
@@ -23,8 +24,10 @@ func TestNoHandlingPastValidUntil(t *testing.T) {
 	}
 	var handled, cancelled atomic.Int32
 	started := make(chan struct{}, 10)
+	clk := clocktesting.NewFakeClock(time.Now())
+	rec := newMetrics()
 	c, err := controller.New(controller.Config{
-		Name: "validity", Retriever: r, DisableResync: true,
+		Name: "validity", Retriever: r, DisableResync: true, Clock: clk, MetricsRecorder: rec,
 		Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 			if obj.(*corev1.Pod).Name == "slow" {
 				started <- struct{}{}
@@ -42,7 +45,7 @@ func TestNoHandlingPastValidUntil(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.SetValidUntil(time.Now().Add(300 * time.Millisecond))
+	c.SetValidUntil(clk.Now().Add(300 * time.Millisecond))
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(ctx) }()
@@ -53,18 +56,32 @@ func TestNoHandlingPastValidUntil(t *testing.T) {
 		}
 	}()
 	<-started
+	clk.Step(300 * time.Millisecond)
 	eventually(t, "the running handling is cancelled at the expiry", func() bool { return cancelled.Load() == 1 })
 
-	// Expired: a new object waits.
+	// Expired: a new object waits, taken and queued again every second.
 	if _, err := r.Add(pod("new")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(1500 * time.Millisecond) // a retry is due every second
+	taken := func() int { return rec.get("queue wait") }
+	eventually(t, "both keys are taken", func() bool { return taken() >= 2 })
+	for range 3 {
+		n := taken()
+		eventually(t, "the keys are taken again a second later", func() bool {
+			clk.Step(100 * time.Millisecond)
+			return taken() >= n+2
+		})
+	}
 	if n := handled.Load(); n != 0 {
 		t.Fatalf("%d handlings while the right had ended", n)
 	}
 	// Renewed: both keys are handled, the cancelled one again.
-	c.SetValidUntil(time.Now().Add(time.Hour))
-	<-started
-	eventually(t, "both keys handled once the right is back", func() bool { return handled.Load() == 2 })
+	c.SetValidUntil(clk.Now().Add(time.Hour))
+	eventually(t, "both keys handled once the right is back", func() bool {
+		clk.Step(100 * time.Millisecond) // the retries are due within a second
+		return handled.Load() == 2
+	})
+	if n := len(started); n != 1 {
+		t.Errorf("the cancelled key handled again %d times, want once", n)
+	}
 }
