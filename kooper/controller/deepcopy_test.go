@@ -65,7 +65,7 @@ func benchPod() *corev1.Pod {
 // BenchmarkDeepCopy measures the copy each handling gets by default
 // (Config.DisableDeepCopy skips it), for what a cache may hold.
 //
-//	go test -run '^$' -bench DeepCopy -benchmem ./kooper/controller
+//	cd kooper && go test -run '^$' -bench DeepCopy -benchmem ./controller
 func BenchmarkDeepCopy(b *testing.B) {
 	withFields := benchPod()
 	without := benchPod()

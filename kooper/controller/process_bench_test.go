@@ -22,7 +22,7 @@ func (o oneObject) list() []any                   { return []any{o.obj} }
 // read, copy, handler context, handler), for a handler that never waits on
 // its context and for one that does (as any client-go call does).
 //
-//	go test -run '^$' -bench Process -benchmem ./kooper/controller
+//	cd kooper && go test -run '^$' -bench Process -benchmem ./controller
 func BenchmarkProcess(b *testing.B) {
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}}
 	for _, bc := range []struct {
