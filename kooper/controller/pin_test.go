@@ -196,8 +196,7 @@ func TestPinTheCacheTransformGetsTheWatchedObjects(t *testing.T) {
 // that copied objects between its watch and its cache would do.
 type copyingWatch struct {
 	watch.Interface
-	out  chan watch.Event
-	once sync.Once
+	out chan watch.Event
 }
 
 func newCopyingWatch(w watch.Interface) watch.Interface {
@@ -382,7 +381,7 @@ func checkShutDownWaits(t *testing.T, shutDown func(cache.SharedInformer, cache.
 	var early error
 	select {
 	case err := <-done:
-		early = fmt.Errorf("cache.ShutDownEventHandler returned (error %v) while the handler was still running", err)
+		early = fmt.Errorf("cache.ShutDownEventHandler returned (error %w) while the handler was still running", err)
 	case <-time.After(200 * time.Millisecond):
 	}
 	close(release)
