@@ -66,11 +66,12 @@ type Config struct {
 	// a random suffix, unique per process.
 	Identity string
 
-	// LeaseDuration is how long a standby waits after the holder's last
-	// renewal before taking the Lease over. Default 15s.
+	// LeaseDuration is how long a standby waits, after it saw the holder's
+	// last renewal, before taking the Lease over; the Lease states it in
+	// whole seconds, rounded up. Default 15s.
 	LeaseDuration time.Duration
-	// RenewDeadline is how long the leader keeps retrying a renewal before
-	// it gives up leading. Default 10s.
+	// RenewDeadline is how long the leader leads after the start of its
+	// last successful renewal; it renews every RetryPeriod. Default 10s.
 	RenewDeadline time.Duration
 	// RetryPeriod is the wait between acquisition or renewal attempts.
 	// Default 2s.
