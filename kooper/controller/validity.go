@@ -16,7 +16,7 @@ import (
 // to the renewal's start plus RenewDeadline: a leader that was paused
 // (SIGSTOP, a long garbage collection, a frozen VM) or cut off checks,
 // before it takes a key, that it may still lead, instead of handling until
-// client-go's elector notices. The zero time removes the limit (the
+// its renewal loop runs again. The zero time removes the limit (the
 // default). It is safe to call at any time, from any goroutine.
 func (c *Controller) SetValidUntil(t time.Time) { c.validity.set(t) }
 

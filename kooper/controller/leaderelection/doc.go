@@ -14,32 +14,36 @@
 //
 // # What is guaranteed, and what it costs
 //
-//   - Losing the Lease (the API server was unreachable for longer than
-//     RenewDeadline, or another holder took it) cancels the controllers'
-//     context and makes Run return [ErrLeaseLost]: a replica that may no
-//     longer be the leader stops handling. Exit the process and let it be
-//     restarted as a standby.
+//   - Losing the Lease (no renewal succeeded for RenewDeadline, because
+//     the API server was unreachable or slow, or another holder took it)
+//     cancels the controllers' context and makes Run return [ErrLeaseLost]:
+//     a replica that may no longer be the leader stops handling. Exit the
+//     process and let it be restarted as a standby.
 //   - An old leader stops handling before a new one can start. A leader
-//     notices it lost the Lease at the latest RetryPeriod + RenewDeadline
-//     after its last renewal; a standby can take it over LeaseDuration after
-//     that renewal. A controller then needs up to its ShutdownTimeout to
-//     return, so New refuses a controller whose ShutdownTimeout is not below
-//     LeaseDuration - RenewDeadline - RetryPeriod (3s with the defaults; the
-//     controller's default is 2s). This relies on clocks advancing at the
-//     same rate on both replicas, not on them agreeing.
+//     stops leading RenewDeadline after the start of its last successful
+//     renewal, even while a request hangs; a standby can take the Lease
+//     over no sooner than LeaseDuration after it saw that renewal, on its
+//     own clock. A controller then needs up to its ShutdownTimeout to
+//     return, so New refuses a controller whose ShutdownTimeout is not
+//     below LeaseDuration - RenewDeadline - RetryPeriod (3s with the
+//     defaults; the controller's default is 2s; the RetryPeriod is a
+//     margin, kept from the previous version). This relies on clocks
+//     advancing at the same rate on both replicas, not on them agreeing.
 //   - On a clean shutdown (the Run context is cancelled) the controllers are
-//     drained first and the Lease is released after, so a standby takes over
-//     at once without overlapping (disable with DisableReleaseOnCancel).
+//     drained first, while the Lease is still renewed, and it is released
+//     after, so a standby takes over at once without overlapping (disable
+//     with DisableReleaseOnCancel).
 //   - A standby watches the Lease and tries to acquire it as soon as it sees
-//     it released, or LeaseDuration after it saw the holder's last renewal,
+//     it released, or LeaseDuration after it first saw its current version,
 //     instead of at its next retry (needs the RBAC verb watch on leases;
-//     without it, the next retry takes it). The expiry is measured from
-//     when this replica first saw the renewal, never earlier than
-//     client-go's own rule would allow.
+//     without it, the next retry takes it).
 //   - A standby's Run returns nil when its context is cancelled.
 //
-// The runner is built on client-go's leaderelection package and its
-// LeaseLock. Leader election is a liveness tool, not a mutex: handlers must
-// stay idempotent and use resourceVersion preconditions where two writers
-// would be harmful.
+// The runner speaks the Lease protocol itself (acquire, renew, release,
+// observe: lease.go), with the API server's optimistic concurrency
+// deciding every race, and writes the Lease as client-go's leader elector
+// does, so replicas of a kooper version built on that elector take turns
+// with it during a rolling upgrade. Leader election is a liveness tool,
+// not a mutex: handlers must stay idempotent and use resourceVersion
+// preconditions where two writers would be harmful.
 package leaderelection

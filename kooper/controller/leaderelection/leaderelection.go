@@ -1,9 +1,7 @@
 package leaderelection
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -12,13 +10,9 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/uuid"
-	"k8s.io/apimachinery/pkg/watch"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
-	"k8s.io/client-go/tools/leaderelection"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/log"
 )
@@ -72,11 +66,12 @@ type Config struct {
 	// a random suffix, unique per process.
 	Identity string
 
-	// LeaseDuration is how long a standby waits after the holder's last
-	// renewal before taking the Lease over. Default 15s.
+	// LeaseDuration is how long a standby waits, after it saw the holder's
+	// last renewal, before taking the Lease over; the Lease states it in
+	// whole seconds, rounded up. Default 15s.
 	LeaseDuration time.Duration
-	// RenewDeadline is how long the leader keeps retrying a renewal before
-	// it gives up leading. Default 10s.
+	// RenewDeadline is how long the leader leads after the start of its
+	// last successful renewal; it renews every RetryPeriod. Default 10s.
 	RenewDeadline time.Duration
 	// RetryPeriod is the wait between acquisition or renewal attempts.
 	// Default 2s.
@@ -127,6 +122,11 @@ func (c *Config) defaults() {
 	}
 }
 
+// renewMargin is how many retry periods RenewDeadline must exceed, so that
+// one slow renewal does not end leading; the same as client-go's elector
+// required, so that a Config valid with the previous version stays valid.
+const renewMargin = 1.2
+
 func (c Config) validate(runnables []Runnable) error {
 	if len(runnables) == 0 {
 		return fmt.Errorf("%w: nothing to run", ErrInvalidConfig)
@@ -143,8 +143,8 @@ func (c Config) validate(runnables []Runnable) error {
 		return fmt.Errorf("%w: client is required", ErrInvalidConfig)
 	case c.RenewDeadline >= c.LeaseDuration:
 		return fmt.Errorf("%w: renew deadline %s must be below lease duration %s", ErrInvalidConfig, c.RenewDeadline, c.LeaseDuration)
-	case c.RenewDeadline <= time.Duration(leaderelection.JitterFactor*float64(c.RetryPeriod)):
-		return fmt.Errorf("%w: renew deadline %s must be above %.1f x retry period %s", ErrInvalidConfig, c.RenewDeadline, leaderelection.JitterFactor, c.RetryPeriod)
+	case c.RenewDeadline <= time.Duration(renewMargin*float64(c.RetryPeriod)):
+		return fmt.Errorf("%w: renew deadline %s must be above %.1f x retry period %s", ErrInvalidConfig, c.RenewDeadline, renewMargin, c.RetryPeriod)
 	}
 	budget := c.LeaseDuration - c.RenewDeadline - c.RetryPeriod
 	for _, r := range runnables {
@@ -163,6 +163,8 @@ type Runner struct {
 	cfg       Config
 	runnables []Runnable
 	log       log.Logger
+	// clock times the Lease protocol; tests replace it.
+	clock clock.WithTickerAndDelayedExecution
 	// leading is what Leading reports; lead sets it.
 	leading atomic.Bool
 }
@@ -179,7 +181,7 @@ func New(cfg Config, runnables ...Runnable) (*Runner, error) {
 	if !cfg.Disabled {
 		logger = logger.With(log.KeyLease, cfg.Namespace+"/"+cfg.Name, log.KeyIdentity, cfg.Identity)
 	}
-	return &Runner{cfg: cfg, runnables: runnables, log: logger}, nil
+	return &Runner{cfg: cfg, runnables: runnables, log: logger, clock: clock.RealClock{}}, nil
 }
 
 // Leading reports whether this replica holds the Lease and runs its
@@ -232,15 +234,13 @@ func (r *Runner) lead(leading bool) {
 	r.cfg.Recorder.SetLeader(r.cfg.Name, leading)
 }
 
-// renewed is told that this replica wrote itself into the Lease with a
-// request sent at start: its runnables that can (a *controller.Controller)
-// may handle until start plus RenewDeadline, by which client-go's elector
-// gives up leading unless it renewed again. A replica paused past it, or
-// cut off from the API server, takes no key when it wakes up and cancels
-// its handlings, before its elector notices: a standby takes over no
-// sooner than LeaseDuration after the renewal, later than that.
-func (r *Runner) renewed(start time.Time) {
-	until := start.Add(r.cfg.RenewDeadline)
+// renewed is told that this replica leads until until (the start of its
+// last successful write of the Lease plus RenewDeadline, see lease.go)
+// unless it renews again. Its runnables that can (a *controller.Controller)
+// stop taking keys then, and cancel their handlings, by themselves: a
+// replica paused past it (SIGSTOP, a frozen VM) handles nothing when it
+// wakes up, before anything else runs.
+func (r *Runner) renewed(until time.Time) {
 	for _, rn := range r.runnables {
 		if v, ok := rn.(interface{ SetValidUntil(time.Time) }); ok {
 			v.SetValidUntil(until)
@@ -248,143 +248,91 @@ func (r *Runner) renewed(start time.Time) {
 	}
 }
 
-// elect competes for the Lease and runs the runnables while holding it.
+// elect competes for the Lease (lease.go) and runs the runnables while
+// holding it.
 func (r *Runner) elect(ctx context.Context) error {
-	lock := &observedLock{Interface: &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: r.cfg.Namespace, Name: r.cfg.Name},
-		Client:     r.cfg.Client,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: r.cfg.Identity},
-	}, renewed: r.renewed}
-	// The elector gets its own context, cancelled only after the runnables
-	// returned: it keeps renewing the Lease while they drain, then releases
-	// it (ReleaseOnCancel), so a standby never overlaps with this leader.
-	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
-	defer stopElector()
-
-	var warm *warmup // set below, before the elector runs
-
-	result := make(chan outcome, 1)
-	electionCfg := leaderelection.LeaderElectionConfig{
-		Lock:            lock,
-		Name:            r.cfg.Name,
-		LeaseDuration:   r.cfg.LeaseDuration,
-		RenewDeadline:   r.cfg.RenewDeadline,
-		RetryPeriod:     r.cfg.RetryPeriod,
-		ReleaseOnCancel: !r.cfg.DisableReleaseOnCancel,
-		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(leading context.Context) {
-				// Stop when the Lease is lost (leading is cancelled) or
-				// when Run's caller stops us.
-				runCtx, cancel := context.WithCancel(leading)
-				stop := context.AfterFunc(ctx, cancel)
-				defer stop()
-				defer cancel()
-				r.log.Info("leading")
-				r.lead(true)
-				err := r.runLeading(runCtx, warm)
-				// The runnables returned: no longer leading, though the
-				// Lease is held until the elector releases it. Said here
-				// too because OnStoppedLeading can run before lead(true)
-				// above, when the Lease is lost at once.
-				r.lead(false)
-				result <- outcome{err: err, lost: leading.Err() != nil && ctx.Err() == nil}
-			},
-			OnStoppedLeading: func() { r.lead(false) },
-			OnNewLeader: func(identity string) {
-				if identity != r.cfg.Identity {
-					r.log.Info("standing by", "leader", identity)
-				}
-			},
-		},
-	}
-	elector, err := leaderelection.NewLeaderElector(electionCfg)
-	if err != nil {
-		return fmt.Errorf("could not create the leader elector: %w", err)
-	}
+	e := newElector(r.cfg, r.clock, r.log)
 	r.lead(false)
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	bg.Go(func() { e.watch(watchCtx) })
 
-	// A warm standby starts its warm runnables now; warmDone stays nil
-	// (never ready) otherwise.
-	var warmDone <-chan struct{}
+	// A warm standby starts its warm runnables now; if one returns while
+	// standing by, this replica stops competing.
+	var warm *warmup
+	acquireCtx, stopAcquiring := context.WithCancel(ctx)
+	defer stopAcquiring()
 	if r.WarmStandby() {
 		warm = r.warmUp(ctx)
-		warmDone = warm.done
+		bg.Go(func() {
+			select {
+			case <-warm.done:
+				stopAcquiring()
+			case <-acquireCtx.Done():
+			}
+		})
 	}
+	lease, start, acquired := e.acquire(acquireCtx)
+	stopAcquiring()
+	if acquired {
+		return r.leadHolding(ctx, e, lease, start, warm)
+	}
+	if warm != nil {
+		<-warm.done // they see ctx too, or one returned
+	}
+	if ctx.Err() != nil {
+		return r.finish(nil, nil)
+	}
+	err := warm.err
+	if err == nil {
+		err = errors.New("a runnable returned while standing by")
+	}
+	r.log.Error("stopped standing by", log.KeyErr, err)
+	return err
+}
 
-	// A standby watches the Lease, to try at once when it is released or
-	// expires.
-	restarting := &restartingElector{first: elector, lock: lock, cfg: electionCfg}
-	var watcher sync.WaitGroup
-	watcher.Go(func() { r.watchLease(electorCtx, lock, restarting.wake) })
-	defer func() {
-		stopElector()
-		watcher.Wait()
-	}()
-	electorDone := make(chan struct{})
-	go func() {
-		defer close(electorDone)
-		restarting.run(electorCtx)
-	}()
+// leadHolding runs the runnables while this replica holds the Lease l,
+// written with a request that started at start, then releases it unless
+// it was lost or DisableReleaseOnCancel is set.
+func (r *Runner) leadHolding(ctx context.Context, e *elector, l *coordinationv1.Lease, start time.Time, warm *warmup) error {
+	// lost is cancelled, with the reason, when the protocol ends leading.
+	lost, lose := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer lose(nil)
+	// The renewals go on while the runnables drain after ctx is done, so
+	// that no standby takes over before they returned.
+	holding, stopHolding := context.WithCancel(lost)
+	defer stopHolding()
+	leading, stopLeading := context.WithCancel(ctx)
+	defer stopLeading()
+	defer context.AfterFunc(lost, stopLeading)()
 
-	shutdown := func() error {
-		// Clean shutdown. If we lead (lock.acquired is set before the
-		// elector starts OnStartedLeading, so it is never missed), wait for
-		// the runnables, which see ctx, before letting the elector release.
-		leading := lock.acquired.Load()
-		var res outcome
-		if leading {
-			res = <-result
+	until := start.Add(r.cfg.RenewDeadline)
+	r.renewed(until)
+	held := make(chan *coordinationv1.Lease, 1)
+	go func() { held <- e.hold(holding, l, until, lose, r.renewed) }()
+	r.log.Info("leading")
+	r.lead(true)
+	err := r.runLeading(leading, warm)
+	r.lead(false)
+	stopHolding()
+	l = <-held
+
+	if context.Cause(lost) == nil && !r.cfg.DisableReleaseOnCancel {
+		// Bounded like a renewal, on a context of its own: ctx may be done.
+		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		timeout := r.clock.AfterFunc(r.cfg.RenewDeadline, cancel)
+		if err := e.release(rctx, l); err != nil {
+			r.log.Warn("could not release the lease, a standby takes over once it expires", log.KeyErr, err)
 		}
-		stopElector()
-		<-electorDone
-		if !leading && lock.acquired.Load() {
-			// Acquired between the check and the stop: the runnables
-			// started with ctx already done and return at once.
-			res = <-result
-		}
-		if warm != nil {
-			<-warm.done // standing by: the warm runnables see ctx too
-		}
-		return r.finish(res)
+		timeout.Stop()
+		cancel()
 	}
-	select {
-	case <-ctx.Done():
-		return shutdown()
-	case <-warmDone:
-		if ctx.Err() != nil {
-			return shutdown()
-		}
-		if lock.acquired.Load() {
-			// Leading: the other runnables are stopping; release the Lease
-			// only once they have returned.
-			res := <-result
-			stopElector()
-			<-electorDone
-			return r.finish(res)
-		}
-		// A warm runnable returned while standing by: stop competing.
-		stopElector()
-		<-electorDone
-		if lock.acquired.Load() {
-			return r.finish(<-result) // acquired meanwhile: it stopped at once
-		}
-		err := warm.err
-		if err == nil {
-			err = errors.New("a runnable returned while standing by")
-		}
-		r.log.Error("stopped standing by", log.KeyErr, err)
-		return err
-	case res := <-result:
-		// The runnables returned while leading: an error, or the Lease was
-		// lost. Release the Lease (if still held) before returning.
-		stopElector()
-		<-electorDone
-		return r.finish(res)
-	case <-electorDone:
-		// The elector only returns by itself after failing to renew; the
-		// runnables are stopping.
-		return r.finish(<-result)
+	if ctx.Err() != nil {
+		return r.finish(err, nil) // a clean shutdown, even if the Lease ran out while draining
 	}
+	return r.finish(err, context.Cause(lost))
 }
 
 // warmup is the warm runnables of a warm standby, started before leading.
@@ -463,24 +411,19 @@ func (r *Runner) runLeading(ctx context.Context, w *warmup) error {
 	return err
 }
 
-// outcome is how the runnables ended: their error, and whether it was
-// because the Lease was lost.
-type outcome struct {
-	err  error
-	lost bool
-}
-
-func (r *Runner) finish(res outcome) error {
+// finish logs how Run ended and returns its error: err is the runnables',
+// lost why the protocol ended leading (nil if it did not).
+func (r *Runner) finish(err, lost error) error {
 	switch {
-	case res.lost:
-		r.log.Error("lost the lease, stopped handling", log.KeyErr, res.err)
-		if res.err != nil {
-			return fmt.Errorf("%w: %w", ErrLeaseLost, res.err)
+	case lost != nil:
+		r.log.Error("lost the lease, stopped handling", log.KeyErr, errors.Join(lost, err))
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrLeaseLost, err)
 		}
 		return ErrLeaseLost
-	case res.err != nil:
-		r.log.Error("stopped leading", log.KeyErr, res.err)
-		return res.err
+	case err != nil:
+		r.log.Error("stopped leading", log.KeyErr, err)
+		return err
 	}
 	r.log.Info("stopped")
 	return nil
@@ -509,296 +452,6 @@ func (r *Runner) runAll(ctx context.Context, runnables []Runnable) error {
 	}
 	wg.Wait()
 	return firstErr
-}
-
-// observedLock records whether this replica ever wrote itself into the
-// Lease, which the elector does right before it starts OnStartedLeading.
-// Once abandoned (by a restartingElector, only while this replica never
-// wrote itself into the Lease) it refuses every write until reopened, so
-// that an elector being restarted can no longer acquire the Lease.
-type observedLock struct {
-	resourcelock.Interface
-	acquired atomic.Bool
-
-	mu        sync.Mutex // held across writes, so abandon waits for one in flight
-	abandoned bool
-	// renewed, if set, is told when a write of this replica into the Lease
-	// that was sent at start succeeded.
-	renewed func(start time.Time)
-
-	// The Lease's record as last seen (by Get or by the watch) and when it
-	// was first seen; the holder the last Get returned.
-	seenMu     sync.Mutex
-	lastRaw    []byte
-	lastSeen   time.Time
-	lastHolder string
-}
-
-// see notes that the Lease's record was raw at time at, and returns when
-// this replica first saw that record (at, if it is a change).
-func (l *observedLock) see(raw []byte, at time.Time) time.Time {
-	l.seenMu.Lock()
-	defer l.seenMu.Unlock()
-	if !bytes.Equal(raw, l.lastRaw) {
-		l.lastRaw, l.lastSeen = raw, at
-	}
-	return l.lastSeen
-}
-
-// Get reads the Lease like the LeaseLock, and notes what it saw. When
-// another holder's record has not changed for its LeaseDuration since this
-// replica first saw it (by the watch, usually within milliseconds of the
-// renewal; client-go's own observation comes at its next poll), it returns
-// the record with a negative LeaseDurationSeconds: an elector that sees it for the
-// first time (one the watch just restarted at that expiry) then takes the
-// Lease over at once, with the record's resourceVersion as precondition, as
-// it would after its own wait. The holder wrote the record before this
-// replica first saw it, so the expiry is never earlier than client-go's.
-func (l *observedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
-	rec, raw, err := l.Interface.Get(ctx)
-	if err != nil || rec == nil {
-		return rec, raw, err
-	}
-	now := time.Now()
-	l.see(raw, now)
-	l.seenMu.Lock()
-	l.lastHolder = rec.HolderIdentity
-	l.seenMu.Unlock()
-	if rec.HolderIdentity == "" || rec.HolderIdentity == l.Identity() || rec.LeaseDurationSeconds <= 0 {
-		return rec, raw, nil
-	}
-	l.seenMu.Lock()
-	expired := now.Sub(l.lastSeen) >= time.Duration(rec.LeaseDurationSeconds)*time.Second
-	l.seenMu.Unlock()
-	if expired {
-		// client-go deems a record valid until the time it first saw it
-		// (just after this Get) plus LeaseDurationSeconds: a negative
-		// duration says "expired that long ago".
-		expiredRec := *rec
-		expiredRec.LeaseDurationSeconds = -rec.LeaseDurationSeconds
-		return &expiredRec, raw, nil
-	}
-	return rec, raw, nil
-}
-
-// errNotHolder is what the lock answers a release by a replica that no
-// longer holds the Lease.
-var errNotHolder = errors.New("not releasing the Lease")
-
-// errAbandoned is what an abandoned lock answers a write.
-var errAbandoned = errors.New("restarting the leader elector")
-
-func (l *observedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.abandoned {
-		return errAbandoned
-	}
-	start := time.Now()
-	err := l.Interface.Create(ctx, rec)
-	l.observe(rec, err)
-	if err == nil && rec.HolderIdentity == l.Identity() && l.renewed != nil {
-		l.renewed(start)
-	}
-	return err
-}
-
-func (l *observedLock) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.abandoned {
-		return errAbandoned
-	}
-	if rec.HolderIdentity == "" {
-		// A release. client-go's reads the Lease first, for its
-		// resourceVersion, but decides whether this replica leads from the
-		// record it observed before: a leader whose renewals timed out (the
-		// API server slow or cut off) while another replica took the Lease
-		// over would release that replica's Lease, and a third would take
-		// it too: two leaders. The fault tests found it (faults/); only the
-		// holder the read returned may release.
-		l.seenMu.Lock()
-		holder := l.lastHolder
-		l.seenMu.Unlock()
-		if holder != l.Identity() {
-			return fmt.Errorf("%w: %s holds it now", errNotHolder, holder)
-		}
-	}
-	start := time.Now()
-	err := l.Interface.Update(ctx, rec)
-	l.observe(rec, err)
-	if err == nil && rec.HolderIdentity == l.Identity() && l.renewed != nil {
-		l.renewed(start)
-	}
-	return err
-}
-
-// abandon refuses every later write, unless this replica already wrote
-// itself into the Lease; it reports whether it did.
-func (l *observedLock) abandon() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.acquired.Load() {
-		return false
-	}
-	l.abandoned = true
-	return true
-}
-
-// setAbandoned sets or clears the abandoned state.
-func (l *observedLock) setAbandoned(abandoned bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.abandoned = abandoned
-}
-
-func (l *observedLock) isAbandoned() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.abandoned
-}
-
-func (l *observedLock) observe(rec resourcelock.LeaderElectionRecord, err error) {
-	if err == nil && rec.HolderIdentity == l.Identity() {
-		l.acquired.Store(true)
-	}
-}
-
-// restartingElector runs client-go's leader elector, and restarts it when
-// woken while this replica has never held the Lease: a new elector tries
-// to acquire at once, where the running one would wait for its next retry
-// (RetryPeriod plus up to 1.2 times as much jitter). watchLease wakes it
-// when the holder releases the Lease, so a clean handover takes one watch
-// event and one write instead of up to 2.2 retry periods, and when the
-// holder's Lease expires (observedLock.Get then says so to the new
-// elector), so a dead leader is replaced LeaseDuration after its last
-// renewal instead of up to two jittered retry periods later. A restart cannot lose a
-// race with an acquisition: the lock refuses writes once abandoned, and
-// is abandoned only if this replica never wrote itself into it.
-type restartingElector struct {
-	first *leaderelection.LeaderElector
-	lock  *observedLock
-	cfg   leaderelection.LeaderElectionConfig
-
-	mu     sync.Mutex
-	cancel context.CancelFunc // the running elector's; nil before the first
-}
-
-// run runs electors until ctx is done or one returns by itself (it lost
-// the Lease it held).
-func (e *restartingElector) run(ctx context.Context) {
-	elector := e.first
-	for {
-		attempt, cancel := context.WithCancel(ctx)
-		e.mu.Lock()
-		e.lock.setAbandoned(false)
-		e.cancel = cancel
-		e.mu.Unlock()
-		elector.Run(attempt)
-		cancel()
-		if ctx.Err() != nil || !e.lock.isAbandoned() {
-			return
-		}
-		// Woken: an elector that never acquired, so a new one is safe.
-		next, err := leaderelection.NewLeaderElector(e.cfg)
-		if err != nil {
-			return // cannot happen: the same config built the first
-		}
-		elector = next
-	}
-}
-
-// wake restarts the running elector, unless this replica has written
-// itself into the Lease (it leads, or did).
-func (e *restartingElector) wake() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.cancel != nil && e.lock.abandon() {
-		e.cancel()
-	}
-}
-
-// watchLease watches the Lease until ctx is done, noting every change in
-// lock (see observedLock.Get), and calls wake whenever it sees the Lease
-// released by a leader that stopped cleanly (no holder) or deleted, and
-// when another holder's Lease expires: LeaseDuration after this replica
-// first saw its last renewal, with no change since. It is only an
-// accelerator: when the watch fails (no RBAC permission to watch Leases,
-// say), the elector's polling still takes the Lease over; the failure is
-// logged once.
-func (r *Runner) watchLease(ctx context.Context, lock *observedLock, wake func()) {
-	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", r.cfg.Name).String()}
-	expiry := time.NewTimer(time.Hour)
-	expiry.Stop()
-	defer expiry.Stop()
-	logged := false
-	for ctx.Err() == nil {
-		w, err := r.cfg.Client.Leases(r.cfg.Namespace).Watch(ctx, opts)
-		if err == nil {
-			r.follow(ctx, w, lock, expiry, wake)
-		} else if !logged && ctx.Err() == nil {
-			logged = true
-			r.log.Info("cannot watch the lease, a release or an expiry is seen at the next retry", log.KeyErr, err)
-		}
-		select { // a closed or refused watch: try again later
-		case <-ctx.Done():
-		case <-expiry.C:
-			wake()
-		case <-time.After(r.cfg.RetryPeriod):
-		}
-	}
-}
-
-// follow handles w's events (see watchLease) until w ends or ctx is done;
-// it stops w.
-func (r *Runner) follow(ctx context.Context, w watch.Interface, lock *observedLock, expiry *time.Timer, wake func()) {
-	defer w.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-expiry.C:
-			wake()
-		case ev, open := <-w.ResultChan():
-			if !open {
-				return
-			}
-			if ev.Type == watch.Deleted {
-				expiry.Stop()
-				wake()
-				continue
-			}
-			lease, ok := ev.Object.(*coordinationv1.Lease)
-			if !ok || (ev.Type != watch.Added && ev.Type != watch.Modified) {
-				continue
-			}
-			rec := resourcelock.LeaseSpecToLeaderElectionRecord(&lease.Spec)
-			raw, err := json.Marshal(*rec)
-			if err != nil {
-				continue
-			}
-			// The first sight counts, whether it was the elector's Get or
-			// this watch: the expiry is from then.
-			first := lock.see(raw, time.Now())
-			switch {
-			case rec.HolderIdentity == "":
-				expiry.Stop()
-				wake()
-			case rec.HolderIdentity == lock.Identity():
-				expiry.Stop()
-			default:
-				expiry.Reset(time.Until(first.Add(leaseDuration(rec, r.cfg.LeaseDuration))))
-			}
-		}
-	}
-}
-
-// leaseDuration is rec's LeaseDuration, or def if it has none.
-func leaseDuration(rec *resourcelock.LeaderElectionRecord, def time.Duration) time.Duration {
-	if rec.LeaseDurationSeconds > 0 {
-		return time.Duration(rec.LeaseDurationSeconds) * time.Second
-	}
-	return def
 }
 
 type noopRecorder struct{}
