@@ -120,8 +120,12 @@ func TestRetriesAndRequeuesWaitTheirDelayThenGoFirst(t *testing.T) {
 		t.Fatalf("got %q before the delays passed, want only the listed key", got)
 	}
 	q.add("listed-2", priorityLow)
-	clock.Step(2 * time.Second)
-	eventuallyLen(t, q, 3)
+	// One due key per step: keys that fall due at one step come back in
+	// any order, as client-go's delaying queue may read one of them from
+	// its channel after the step (it is then due at once) and the other
+	// from its heap. The retry is due within 240ms, the requeue at 1s.
+	stepUntilLen(t, q, clock, 2, 500*time.Millisecond, 100*time.Millisecond, 900*time.Millisecond)
+	stepUntilLen(t, q, clock, 3, time.Second, 100*time.Millisecond, 0)
 	// The delayed keys come back in the order they became due.
 	if got, want := drain(q), []string{"failing", "periodic", "listed-2"}; !slices.Equal(got, want) {
 		t.Errorf("got %q, want the retry and the requeue before the listed key: %q", got, want)
@@ -132,16 +136,28 @@ func TestRetriesAndRequeuesWaitTheirDelayThenGoFirst(t *testing.T) {
 	}
 }
 
-// eventuallyLen waits until q holds n keys: delayed keys are added by the
-// workqueue's own goroutine.
-func eventuallyLen(t *testing.T, q *workQueue, n int) {
+// stepUntilLen steps clock by first, then by more while q holds fewer than
+// n keys, at most up to a total of limit (0: no limit), and fails if q
+// never holds n. The extra steps are for a timer the delaying queue armed
+// from a reading of the clock taken just before a step: it falls due only
+// after a later one.
+func stepUntilLen(t *testing.T, q *workQueue, clock *testingclock.FakeClock, n int, first, more, limit time.Duration) {
 	t.Helper()
+	clock.Step(first)
+	stepped := first
 	deadline := time.Now().Add(5 * time.Second)
-	for q.Len() != n {
+	for q.Len() < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("got %d keys waiting, want %d", q.Len(), n)
+			t.Fatalf("got %d keys waiting after stepping the clock %s, want %d", q.Len(), stepped, n)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
+		if q.Len() < n && (limit == 0 || stepped+more <= limit) {
+			clock.Step(more)
+			stepped += more
+		}
+	}
+	if got := q.Len(); got != n {
+		t.Fatalf("got %d keys waiting after stepping the clock %s, want %d", got, stepped, n)
 	}
 }
 
