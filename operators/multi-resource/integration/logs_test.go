@@ -22,8 +22,8 @@ import (
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 )
 
-// With -log-format json every line the operator prints is JSON, client-go's
-// own messages (leader election here) included, and a cache that cannot
+// With -log-format json every line the operator prints is JSON, whatever
+// client-go writes through klog included, and a cache that cannot
 // fill says which resource:
 // here the Tenant CRD is not installed yet and the ServiceAccount lacks the
 // LimitRange rule. (A fresh control plane: the other tests install the CRD.)
@@ -77,7 +77,7 @@ func TestEveryLogLineIsJSONAndNamesTheResource(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	var out lockedBuffer
-	// Leader election on: client-go's elector logs through klog.
+	// Leader election on: the runner logs that it leads.
 	cmd := exec.Command(bin, "-kubeconfig", kubeconfig, "-log-format", "json", "-http-addr", e2etest.FreeAddr(t))
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -114,8 +114,8 @@ func TestEveryLogLineIsJSONAndNamesTheResource(t *testing.T) {
 		mentions(`*v1alpha1.Tenant`, `the server could not find the requested resource`))
 	e2etest.Eventually(t, 30*time.Second, "a line naming the LimitRanges the operator may not list",
 		mentions(`"controller":"multi-resource-limitrange"`, `limitranges \"tenant-limits\" is forbidden`))
-	e2etest.Eventually(t, 30*time.Second, "client-go's leader elector saying it leads",
-		mentions(`Successfully acquired lease`, `"lock":"kooper-multi-resource/multi-resource"`))
+	e2etest.Eventually(t, 30*time.Second, "the leader election saying it leads",
+		mentions(`"msg":"leading"`, `"lease":"kooper-multi-resource/multi-resource"`))
 	stop()
 
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
