@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/tools/reference"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 )
 
 // ErrInvalidConfig is wrapped by every error New returns for a bad Config.
@@ -46,6 +47,9 @@ type Config struct {
 	// MaxIntervalInSeconds). An operator that records one event per action
 	// on a busy object raises these.
 	Correlator record.CorrelatorOptions
+	// Clock times the retries of unanswered writes, and the correlation
+	// unless Correlator.Clock is set. Default: the real clock.
+	Clock clock.Clock
 }
 
 func (c *Config) defaults() {
@@ -54,6 +58,12 @@ func (c *Config) defaults() {
 	}
 	if c.Host == "" {
 		c.Host, _ = os.Hostname()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
+	if c.Correlator.Clock == nil {
+		c.Correlator.Clock = c.Clock
 	}
 }
 
@@ -74,6 +84,7 @@ type Recorder struct {
 	scheme     *runtime.Scheme
 	source     corev1.EventSource
 	correlator *record.EventCorrelator
+	clock      clock.Clock
 	// writes is the context of the writes: cancelled when Shutdown gives up.
 	writes     context.Context
 	stopWrites context.CancelFunc
@@ -116,6 +127,7 @@ func New(cfg Config) (*Recorder, error) {
 		scheme:     cfg.Scheme,
 		source:     corev1.EventSource{Component: cfg.Component, Host: cfg.Host},
 		correlator: record.NewEventCorrelatorWithOptions(cfg.Correlator),
+		clock:      cfg.Clock,
 		writes:     writes,
 		stopWrites: stop,
 		drained:    make(chan struct{}),
@@ -246,11 +258,13 @@ func (r *Recorder) write(e *corev1.Event) {
 		if tries == 1 {
 			delay = time.Duration(rand.Float64() * float64(delay))
 		}
+		timer := r.clock.NewTimer(delay)
 		select {
 		case <-r.writes.Done():
+			timer.Stop()
 			klog.FromContext(r.writes).Error(nil, "Unable to write event (recorder shut down)", "event", klog.KObj(result.Event))
 			return
-		case <-time.After(delay):
+		case <-timer.C():
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kooperkit/kooper/kooper/event"
 )
@@ -320,4 +322,41 @@ func TestCorrelatorOptions(t *testing.T) {
 			t.Errorf("got %d distinct messages, want %d", len(seen), n)
 		}
 	})
+}
+
+// A write the API server did not answer is retried after a delay on
+// Config.Clock: no retry until the clock moves, then one, which writes
+// the event.
+func TestRecorderRetriesOnItsClock(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	client := fake.NewClientset()
+	var tries atomic.Int64
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if tries.Add(1) == 1 {
+			return true, nil, errors.New("connection refused") // retried, as a network error is
+		}
+		return false, nil, nil
+	})
+	r, err := event.New(event.Config{Client: client, Component: "test-operator", Clock: clk})
+	if err != nil {
+		t.Fatalf("got error %v, want nil", err)
+	}
+	defer r.Shutdown(context.Background())
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-0"}}
+	r.Normal(pod, "Retried", "written on the second try")
+
+	// The retry waits on the fake clock (a real one would leave none).
+	for deadline := time.Now().Add(10 * time.Second); !clk.HasWaiters(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no retry waits on the recorder's clock after %d tries", tries.Load())
+		}
+	}
+	if got := tries.Load(); got != 1 {
+		t.Fatalf("got %d tries before the clock moved, want 1", got)
+	}
+	clk.Step(10 * time.Second) // client-go's delay: the first retry is within it
+	events := waitForEvents(t, client, "shop", 1)
+	if events[0].Reason != "Retried" || tries.Load() != 2 {
+		t.Errorf("got event %q after %d tries, want Retried after 2", events[0].Reason, tries.Load())
+	}
 }

@@ -20,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/kooperkit/kooper/kooper/controller"
@@ -106,6 +107,11 @@ type Config struct {
 	// RetryPeriod is the wait between renewals. Default 2s.
 	RetryPeriod time.Duration
 
+	// Clock drives the runner's waits and stamps its renewals. Give it the
+	// clock of the sharded controllers' Config.Clock: the handling deadline
+	// the runner hands them is read on theirs. Default: the real clock.
+	Clock clock.WithTickerAndDelayedExecution
+
 	// Logger receives the runner's logs. Default log.Noop.
 	Logger log.Logger
 	// Recorder receives the mode and the number of slots owned. Default:
@@ -145,6 +151,9 @@ func (c *Config) defaults() {
 	}
 	if c.Recorder == nil {
 		c.Recorder = noopRecorder{}
+	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
 	}
 }
 
@@ -200,7 +209,14 @@ type Runner struct {
 	view      *view
 	peers     *peers
 	suspended atomic.Bool // set by the deadline timer
-	deadline  *time.Timer
+	deadline  clock.Timer
+	// expiries are the deadline timer's calls of expire, each in a
+	// goroutine of its own (a fake clock calls back while it holds its
+	// lock, which expire's reads of the clock would wait for); Run waits
+	// for them, and none starts once expiryOver is set.
+	expiries   sync.WaitGroup
+	expiryMu   sync.Mutex
+	expiryOver bool
 	// lastRenew is the start of the last successful renewal.
 	lastRenew atomic.Pointer[time.Time]
 	// joined is true while this replica's Lease exists.
@@ -286,8 +302,8 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	r.report()
 
-	r.deadline = time.AfterFunc(r.cfg.RenewDeadline, r.expire)
-	defer r.deadline.Stop()
+	r.deadline = r.cfg.Clock.AfterFunc(r.cfg.RenewDeadline, r.deadlinePassed)
+	defer r.stopDeadline()
 	if err := r.createLease(ctx); err != nil {
 		return err
 	}
@@ -327,7 +343,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	// The group as it is now, before the first step: a replica that joins
 	// must not see itself alone and claim every slot nobody claims yet.
 	if list, err := r.cfg.Client.Leases(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelGroup + "=" + r.cfg.Name}); err == nil {
-		r.view.replace(list.Items, time.Now())
+		r.view.replace(list.Items, r.cfg.Clock.Now())
 	} else {
 		r.log.Warn("could not list the group's Leases; the watch will", log.KeyErr, err)
 	}
@@ -350,7 +366,7 @@ func (r *Runner) Run(ctx context.Context) error {
 // loop takes a step every RetryPeriod (with jitter), and at once when the
 // Leases change, until ctx is done or a controller failed.
 func (r *Runner) loop(ctx context.Context, wake <-chan struct{}, failed <-chan struct{}) error {
-	timer := time.NewTimer(0)
+	timer := r.cfg.Clock.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -358,7 +374,7 @@ func (r *Runner) loop(ctx context.Context, wake <-chan struct{}, failed <-chan s
 			return nil
 		case <-failed:
 			return nil
-		case <-timer.C:
+		case <-timer.C():
 		case <-wake:
 		}
 		if err := r.step(ctx); err != nil {
@@ -366,12 +382,12 @@ func (r *Runner) loop(ctx context.Context, wake <-chan struct{}, failed <-chan s
 		}
 		if !timer.Stop() {
 			select {
-			case <-timer.C:
+			case <-timer.C():
 			default:
 			}
 		}
 		next := jitter(r.cfg.RetryPeriod)
-		if d, ok := r.view.nextExpiry(time.Now()); ok && d < next {
+		if d, ok := r.view.nextExpiry(r.cfg.Clock.Now()); ok && d < next {
 			next = d // a replica that stopped renewing is gone then: rebalance at once
 		}
 		timer.Reset(next)
@@ -384,12 +400,12 @@ func (r *Runner) step(ctx context.Context) error {
 	// Renew when due (or after a lapse), not on every wake-up: a step
 	// woken by another replica's renewal must not write, or every renewal
 	// would set off every other replica's.
-	if last := r.lastRenew.Load(); last == nil || time.Since(*last) >= r.cfg.RetryPeriod || r.suspended.Load() || len(r.claims) > len(r.verified) {
+	if last := r.lastRenew.Load(); last == nil || r.cfg.Clock.Since(*last) >= r.cfg.RetryPeriod || r.suspended.Load() || len(r.claims) > len(r.verified) {
 		if !r.renew(ctx) {
 			return nil // logged; tried again next step
 		}
 	}
-	now := time.Now()
+	now := r.cfg.Clock.Now()
 	r.cleanUp(ctx, now)
 	// Which Leases count as members, and which slots any other Lease
 	// claims, whatever its slot count (peers.go, doc.go).
@@ -472,7 +488,7 @@ func (r *Runner) verify(ctx context.Context) {
 		r.log.Warn("could not read the group's Leases to check claims", log.KeyErr, err)
 		return
 	}
-	now := time.Now()
+	now := r.cfg.Clock.Now()
 	r.view.replace(list.Items, now)
 	taken := claimed(readLeases(r.view.others(now, r.lease.Name), r.cfg.Slots))
 	dropped := false
@@ -541,7 +557,7 @@ func (r *Runner) renew(ctx context.Context) bool {
 	}
 	if err != nil {
 		r.log.Warn("could not renew the Lease", log.KeyErr, err)
-		if time.Since(*r.lastRenew.Load()) >= r.cfg.RenewDeadline {
+		if r.cfg.Clock.Since(*r.lastRenew.Load()) >= r.cfg.RenewDeadline {
 			r.suspend()
 		}
 		return false
@@ -554,7 +570,7 @@ func (r *Runner) renew(ctx context.Context) bool {
 func (r *Runner) write(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, r.cfg.RenewDeadline/2)
 	defer cancel()
-	start := time.Now()
+	start := r.cfg.Clock.Now()
 	l := r.lease.DeepCopy()
 	l.Annotations[AnnotationSlots] = formatSlots(slices.Collect(maps.Keys(r.claims)))
 	l.Spec.RenewTime = &metav1.MicroTime{Time: start}
@@ -581,13 +597,32 @@ func (r *Runner) renewed(start time.Time) {
 	for _, sh := range r.shards {
 		sh.SetValidUntil(until)
 	}
-	r.deadline.Reset(time.Until(until))
+	r.deadline.Reset(until.Sub(r.cfg.Clock.Now()))
+}
+
+// deadlinePassed is the deadline timer's callback.
+func (r *Runner) deadlinePassed() {
+	r.expiryMu.Lock()
+	defer r.expiryMu.Unlock()
+	if !r.expiryOver {
+		r.expiries.Go(r.expire)
+	}
+}
+
+// stopDeadline stops the deadline timer when Run returns, and waits for an
+// expire it started.
+func (r *Runner) stopDeadline() {
+	r.deadline.Stop()
+	r.expiryMu.Lock()
+	r.expiryOver = true
+	r.expiryMu.Unlock()
+	r.expiries.Wait()
 }
 
 // expire runs when the renew deadline passed with no renewal: the
 // handlings are stopped at once, not at the next step.
 func (r *Runner) expire() {
-	if last := r.lastRenew.Load(); last != nil && time.Since(*last) < r.cfg.RenewDeadline {
+	if last := r.lastRenew.Load(); last != nil && r.cfg.Clock.Since(*last) < r.cfg.RenewDeadline {
 		return // renewed meanwhile
 	}
 	r.suspended.Store(true)
@@ -612,7 +647,7 @@ func (r *Runner) suspend() {
 
 // createLease creates this replica's Lease, with no claims.
 func (r *Runner) createLease(ctx context.Context) error {
-	start := time.Now()
+	start := r.cfg.Clock.Now()
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        r.cfg.Name + "-" + randomID(5),

@@ -3,6 +3,7 @@ package sharding_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/controllertest"
@@ -118,5 +121,73 @@ func TestNewRefusesABadConfig(t *testing.T) {
 	}
 	if _, err := sharding.New(quick(client), nil); !errors.Is(err, sharding.ErrInvalidConfig) {
 		t.Errorf("no controller: got %v, want ErrInvalidConfig", err)
+	}
+}
+
+// A replica that cannot renew its Lease stops handling at its renew
+// deadline, read on Config.Clock: still every slot after one failed
+// renewal just before the deadline, none at the deadline. The deadline is
+// 40s and the retry period 15s, beyond eventually's patience: on the fake
+// clock the test takes milliseconds, so it fails if a wait is on the real
+// clock.
+func TestAReplicaThatCannotRenewStopsAtTheDeadlineOnItsClock(t *testing.T) {
+	const deadline = 40 * time.Second
+	clk := clocktesting.NewFakeClock(time.Now())
+	client := versioned()
+	var refuse atomic.Bool
+	var refused atomic.Int64
+	client.PrependReactor("update", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
+			refused.Add(1)
+			return true, nil, apierrors.NewServiceUnavailable("test: no renewal")
+		}
+		return false, nil, nil
+	})
+	ctrl, err := controller.New(controller.Config{
+		Name: "pods", ShutdownTimeout: 200 * time.Millisecond, Clock: clk,
+		Retriever: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{}),
+		Handler:   controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil }),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &warnings{}
+	r, err := sharding.New(sharding.Config{
+		Name: "pods", Namespace: "ns", Client: fakeLeases{client.CoordinationV1()}, Slots: 4,
+		LeaseDuration: time.Minute, RenewDeadline: deadline, RetryPeriod: 15 * time.Second, Clock: clk, Logger: logs,
+	}, []*controller.Controller{ctrl})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	defer func() {
+		refuse.Store(false)
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+
+	// The first step is due at once: it claims and acquires every slot.
+	eventually(t, "every slot is taken", func() bool { clk.Step(0); return len(r.Slots()) == 4 })
+	renewed := clk.Now() // the last successful write began no later
+	refuse.Store(true)
+
+	// The next step (at most 1.2 × RetryPeriod away) fails to renew: the
+	// slots are kept, the deadline not being reached.
+	clk.Step(deadline - time.Millisecond)
+	eventually(t, "a renewal is refused", func() bool { return len(logs.about("could not renew")) > 0 })
+	if got := r.Slots(); len(got) != 4 {
+		t.Fatalf("got slots %v %s after the last renewal, want all 4 until the renew deadline (%s)", got, clk.Since(renewed), deadline)
+	}
+	if _, err := r.Ready(); err != nil {
+		t.Errorf("not ready before the deadline: %v", err)
+	}
+	clk.Step(time.Millisecond)
+	eventually(t, "every slot is given up at the deadline", func() bool { return len(r.Slots()) == 0 })
+	if refused.Load() == 0 {
+		t.Error("no renewal was refused")
 	}
 }

@@ -158,13 +158,13 @@ func (r *Runner) watchLeases(ctx context.Context, wake chan<- struct{}) {
 	_, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if l, ok := obj.(*coordinationv1.Lease); ok {
-				r.view.saw(l, time.Now())
+				r.view.saw(l, r.cfg.Clock.Now())
 				poke()
 			}
 		},
 		UpdateFunc: func(_, obj any) {
 			if l, ok := obj.(*coordinationv1.Lease); ok {
-				r.view.saw(l, time.Now())
+				r.view.saw(l, r.cfg.Clock.Now())
 				poke()
 			}
 		},
