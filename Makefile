@@ -231,7 +231,7 @@ _test-bench:
 	cd bench && $(GO) test $(TESTFLAGS) -count=1 ./...
 
 .PHONY: lint
-lint: $(GOLANGCI_LINT) workspace ## gofmt, go vet, tidy go.mod files and golangci-lint (pinned).
+lint: $(GOLANGCI_LINT) workspace ## gofmt, go vet, tidy go.mod files, golangci-lint (pinned) and the library's surface budget (hack/surface).
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt -w needed on:"; echo "$$unformatted"; exit 1; fi
 	$(WS) $(GO) vet $(PACKAGES)
 	cd bench && $(GO) vet ./...
@@ -248,6 +248,7 @@ lint: $(GOLANGCI_LINT) workspace ## gofmt, go vet, tidy go.mod files and golangc
 	$(IMAGE_TOOL) $(GO) mod tidy -diff
 	$(FAULTS) $(GO) mod tidy -diff
 	$(WS) $(GOLANGCI_LINT) run $(PACKAGES)
+	$(GO) run ./hack/surface -check
 	cd bench && $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(GRAFANA) $(GOLANGCI_LINT) run --config ../.golangci.yml ./...
 	$(CRDCHECK) $(GOLANGCI_LINT) run --config ../../.golangci.yml ./...
