@@ -3,7 +3,6 @@ package health
 import (
 	"crypto/tls"
 	"net/http"
-	"testing"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -33,11 +32,9 @@ func ServeWithin(addr string, h http.Handler, tlsConfig *tls.Config, l Limits) (
 	return listen(addr, tlsConfig, h, nil, l.server())
 }
 
-// SetClockForTest makes the SecureMetrics started until t ends time their
-// cached decisions and their log lines with c.
-func SetClockForTest(t testing.TB, c clock.PassiveClock) {
-	t.Helper()
-	old := secureClock
-	secureClock = c
-	t.Cleanup(func() { secureClock = old })
+// StartWithClock is Start with the secure metrics' cached decisions and
+// held-back log lines timed by c.
+func StartWithClock(cfg Config, c clock.PassiveClock) (*Server, error) {
+	cfg.clock = c
+	return Start(cfg)
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	authenticationv1client "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kooperkit/kooper/kooper/health"
@@ -49,15 +50,22 @@ func valid(_ context.Context, token string) (*authenticationv1.TokenReview, erro
 // SubjectAccessReview allowing everyone), logging to logs.
 func startSecure(t *testing.T, tr tokenReviews, logs io.Writer) string {
 	t.Helper()
+	return startSecureWithClock(t, tr, logs, nil)
+}
+
+// startSecureWithClock is startSecure with the decisions and held-back log
+// lines timed by clk (nil: the real clock).
+func startSecureWithClock(t *testing.T, tr tokenReviews, logs io.Writer, clk clock.PassiveClock) string {
+	t.Helper()
 	client := fake.NewClientset()
 	client.PrependReactor("create", "subjectaccessreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, &authorizationv1.SubjectAccessReview{Status: authorizationv1.SubjectAccessReviewStatus{Allowed: true}}, nil
 	})
-	srv, err := health.Start(health.Config{
+	srv, err := health.StartWithClock(health.Config{
 		Addr: "127.0.0.1:0", Gatherer: prom.NewRegistry(),
 		SecureMetrics: &health.SecureMetrics{Addr: "127.0.0.1:0", TokenReviews: tr, SubjectAccessReviews: client.AuthorizationV1()},
 		Logger:        log.NewStd(logs, log.StdOptions{DisableTime: true}),
-	})
+	}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,11 +99,10 @@ func scrape(t *testing.T, url, token string) int {
 // once per interval.
 func TestSecureMetricsRefuseReviewsBeyondTheLimitAtOnce(t *testing.T) {
 	const limit = 4
-	health.SetClockForTest(t, clocktesting.NewFakePassiveClock(time.Now()))
 	entered, release := make(chan struct{}), make(chan struct{})
 	var reviews atomic.Int32
 	logs := &lockedBuffer{}
-	url := startSecure(t, func(ctx context.Context, token string) (*authenticationv1.TokenReview, error) {
+	url := startSecureWithClock(t, func(ctx context.Context, token string) (*authenticationv1.TokenReview, error) {
 		reviews.Add(1)
 		if d, ok := ctx.Deadline(); !ok || time.Until(d) > 5*time.Second {
 			t.Errorf("got a review with deadline %v (set: %v), want at most 5s away", d, ok)
@@ -105,7 +112,7 @@ func TestSecureMetricsRefuseReviewsBeyondTheLimitAtOnce(t *testing.T) {
 			<-release
 		}
 		return valid(ctx, token)
-	}, logs)
+	}, logs, clocktesting.NewFakePassiveClock(time.Now()))
 	if got := scrape(t, url, "prometheus"); got != http.StatusOK {
 		t.Fatalf("got %d for prometheus's first scrape, want 200", got)
 	}
@@ -182,11 +189,10 @@ func TestSecureMetricsKeepAScrapersDecisionThroughAFloodOfMadeUpTokens(t *testin
 // number held back, not one line per request.
 func TestSecureMetricsLogFailedReviewsOncePerInterval(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	health.SetClockForTest(t, clk)
 	logs := &lockedBuffer{}
-	url := startSecure(t, func(context.Context, string) (*authenticationv1.TokenReview, error) {
+	url := startSecureWithClock(t, func(context.Context, string) (*authenticationv1.TokenReview, error) {
 		return nil, errors.New("client rate limiter Wait returned an error")
-	}, logs)
+	}, logs, clk)
 	for i := range 50 {
 		if got := scrape(t, url, fmt.Sprintf("made-up-%d", i)); got != http.StatusInternalServerError {
 			t.Fatalf("got %d, want 500", got)

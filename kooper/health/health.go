@@ -62,6 +62,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/log"
 )
@@ -94,6 +95,10 @@ type Config struct {
 	// the package documentation's table, and only this package's tests set
 	// another (export_test.go): the limits are not configurable.
 	limits serverLimits
+	// clock times the secure metrics' cached decisions and the log lines
+	// they hold back; nil is the real clock. Only this package's tests set
+	// another (export_test.go).
+	clock clock.PassiveClock
 }
 
 // Server is a running endpoint server. Build one with Start.
@@ -123,7 +128,7 @@ func Start(cfg Config) (*Server, error) {
 		metrics := promhttp.HandlerFor(cfg.Gatherer, promhttp.HandlerOpts{MaxRequestsInFlight: maxScrapes})
 		if cfg.SecureMetrics != nil {
 			var err error
-			if secure, err = startSecure(*cfg.SecureMetrics, metrics, cfg.Logger, lim); err != nil {
+			if secure, err = startSecure(*cfg.SecureMetrics, metrics, cfg.Logger, lim, cfg.clock); err != nil {
 				return nil, err
 			}
 		} else {

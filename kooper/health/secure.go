@@ -93,10 +93,6 @@ const (
 	maxCached = 1024
 )
 
-// secureClock times the cached decisions and the log lines held back;
-// tests replace it (export_test.go).
-var secureClock clock.PassiveClock = clock.RealClock{}
-
 // authorizer checks a request's bearer token with the API server and
 // remembers the answer for a while.
 type authorizer struct {
@@ -258,7 +254,7 @@ func (t *throttle) log(write func(msg string, kv ...any), msg string, kv ...any)
 
 // startSecure serves h (the metrics) on cfg.Addr over TLS, behind the
 // authorizer.
-func startSecure(cfg SecureMetrics, h http.Handler, logger log.Logger, lim serverLimits) (*Server, error) {
+func startSecure(cfg SecureMetrics, h http.Handler, logger log.Logger, lim serverLimits, clk clock.PassiveClock) (*Server, error) {
 	switch {
 	case cfg.Addr == "":
 		return nil, errors.New("health: secure metrics need an address")
@@ -276,7 +272,10 @@ func startSecure(cfg SecureMetrics, h http.Handler, logger log.Logger, lim serve
 		}
 		tlsCfg = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	}
-	a := newAuthorizer(cfg, logger, secureClock)
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	a := newAuthorizer(cfg, logger, clk)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", a.wrap(h))
 	return listen(cfg.Addr, tlsCfg, mux, logger, lim)
