@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -182,21 +183,51 @@ func TestExplainNamesTheChangelogLine(t *testing.T) {
 
 // The comparison reads the library at a git revision; this repository's
 // HEAD has one.
+// measureRevision reads the library at a git revision, whatever the work
+// tree holds, in a repository of its own: the test does not depend on the
+// history of the one it runs in (a copy made into a new repository, as a
+// template's user does, has no commit at all).
 func TestMeasureRevision(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(root, ".git")); err != nil {
-		t.Skip("not a git work tree:", err)
+	repo := t.TempDir()
+	gitIn := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", repo, "-c", "user.name=test", "-c", "user.email=test@example.com"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
 	}
-	m, err := measureRevision(root, "HEAD")
+	write := func(name, content string) {
+		t.Helper()
+		path := filepath.Join(repo, libraryDir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gitIn("init", "-q")
+	if _, err := measureRevision(repo, "HEAD"); err == nil {
+		t.Error("got no error for a repository without a commit")
+	}
+	write("go.mod", "module example.com/lib\n\ngo 1.26\n")
+	write("controller/config.go", "package controller\n\n// Config configures.\ntype Config struct{ Name string }\n\n// New makes.\nfunc New() {}\n")
+	gitIn("add", ".")
+	gitIn("commit", "-q", "-m", "one")
+	// The work tree changes after the commit: the revision is what counts.
+	write("controller/more.go", "package controller\n\n// More is new.\nfunc More() {}\n")
+
+	m, err := measureRevision(repo, "HEAD")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Config) == 0 {
-		t.Error("got no Config fields at HEAD")
+	if got := strings.Join(m.Config, ","); got != "Config.Name" {
+		t.Errorf("got Config fields %q at HEAD, want Config.Name", got)
 	}
-	if s, _ := m.Set("operator"); s.Total() == 0 {
-		t.Error("got no exported names at HEAD")
+	if s, _ := m.Set("operator"); s.Total() != 3 {
+		t.Errorf("got %d exported names at HEAD, want 3 (New, Config, Config.Name)", s.Total())
 	}
-	if _, err := measureRevision(root, "no-such-revision"); err == nil {
+	if _, err := measureRevision(repo, "no-such-revision"); err == nil {
 		t.Error("got no error for a missing revision")
 	}
 }
