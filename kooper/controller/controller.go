@@ -66,6 +66,9 @@ func New(cfg Config) (*Controller, error) {
 		log: logger, rec: cfg.MetricsRecorder, clock: cfg.Clock}
 	c := &Controller{cfg: cfg, handler: h, log: logger, retrieve: retrieve, validity: validity{clock: cfg.Clock}}
 	c.source = newCacheSource(cfg, retrieve.handler(), func(key string) { c.add(key, SourceInitial) })
+	if err := c.bindSources(); err != nil { // Config.Sources (owned.go)
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -91,17 +94,19 @@ func cacheTransform(user cache.TransformFunc, keepManagedFields bool) cache.Tran
 // an old leader stops handling before a new one can start.
 func (c *Controller) ShutdownTimeout() time.Duration { return c.cfg.ShutdownTimeout }
 
-// HasSynced reports whether Run has filled the cache: every object listed
-// at start is queued, and the workers are handling them (or, with RunWarm,
-// start the moment this replica leads). It stays true after Run returns.
+// HasSynced reports whether Run has filled the cache, and the cache of
+// every Config.Sources: every object listed at start is queued, and the
+// workers are handling them (or, with RunWarm, start the moment this
+// replica leads). It stays true after Run returns.
 // Use it for a readiness check.
 func (c *Controller) HasSynced() bool { return c.synced.Load() }
 
 // SyncError returns why the cache has not synced yet: the last list or
 // watch that failed since Run started, naming the controller and what its
 // Retriever retrieves, and wrapping [ErrDecode] when the answer could not
-// be decoded. It returns nil once the cache has synced, and while nothing
-// has failed. health.Readiness puts it in /readyz's answer.
+// be decoded. With Config.Sources, the last failure of each of their
+// caches too, joined. It returns nil once every cache has synced, and while
+// nothing has failed. health.Readiness puts it in /readyz's answer.
 //
 // Failures after the sync (a relist that cannot decode a changed object)
 // leave the cache as it was, stale for that type: they are logged and
@@ -110,7 +115,7 @@ func (c *Controller) SyncError() error {
 	if c.synced.Load() {
 		return nil
 	}
-	return c.retrieve.lastError()
+	return c.sourcesSyncError(c.retrieve.lastError())
 }
 
 // List returns the objects in the controller's cache, as the handler would
@@ -205,21 +210,29 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	}
 	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "shared", isShared(c.cfg.Retriever), "warm", leading != nil)
 
-	// 1. The queue, then the cache, whose events queue keys from now on (a
-	// warm standby's from the moment it leads).
+	// 1. The queue, then the caches of Config.Sources (owned.go) and the
+	// cache, whose events queue keys from now on (a warm standby's from the
+	// moment it leads).
 	queue := c.newQueue()
 	if leading == nil {
 		c.queue.Store(queue)
 	}
-	src, err := c.source.open(ctx, c.events(), cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval})
+	sources, err := c.openSources(ctx)
 	if err != nil {
 		queue.ShutDown()
 		return err
 	}
+	src, err := c.source.open(ctx, c.events(), cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval})
+	if err != nil {
+		queue.ShutDown()
+		sources.close()
+		return err
+	}
+	sources.route(src) // a source's events queue the keys of src's objects
 
 	// 2. The workers start once this replica leads (at once outside leader
 	// election), and once the cache is filled (every listed object is then
-	// queued) unless HandleDuringSync.
+	// queued) unless HandleDuringSync, and the sources' caches are.
 	workers := newGoroutines()
 	synced := make(chan struct{})
 	workers.Go(func() {
@@ -238,11 +251,14 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 		if !c.cfg.HandleDuringSync && !closedBefore(ctx, synced) {
 			return
 		}
+		if !sources.waitSynced(ctx) {
+			return
+		}
 		for i := range c.cfg.ConcurrentWorkers {
 			workers.Go(func() { c.worker(ctx, i, src, queue) })
 		}
 	})
-	if src.waitSynced(ctx) {
+	if src.waitSynced(ctx) && sources.waitSynced(ctx) {
 		c.cache.Store(&objectsRef{src})
 		c.synced.Store(true)
 		close(synced)
@@ -259,6 +275,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	defer c.validity.stop()
 	err = workers.wait(c.cfg.Clock, c.cfg.ShutdownTimeout)
 	src.close()
+	sources.close()
 	if err != nil {
 		c.log.Error("controller stopped with handlers still running", log.KeyErr, err)
 		return err

@@ -57,6 +57,35 @@
 // owner.EnqueueOwner, queues each child's owner in the owner's controller
 // ([Controller.Enqueue]). One object is then never handled by two workers
 // at once, across kinds too, and the child controllers make no API call.
+// Owned kinds (next) do the same with one controller.
+//
+// # Owned kinds
+//
+// A controller can watch kinds besides its own as sources of its own keys
+// (Config.Sources): [Owns] for its children, the objects its objects
+// control (a controller owner reference, see package owner), and [Watches]
+// for any other kind, mapped to keys by a function (a ConfigMap a Tenant
+// names). A source is a cache and an event handler, nothing more: no
+// queue, workers, retries or metrics series of its own. Each change of a
+// child, its creation, update or deletion, queues its owner's key in the
+// controller's one queue (counted as source "enqueue"), so the owner is
+// handled by the controller's handler in its workers: never by two at
+// once, whichever kind changed, and once for a burst of changes made while
+// it waits. A child maps to its owner with no API call: the controller
+// reference's name is looked up in the controller's cache, and the owner
+// queued only if its UID is the reference's. The handler reads an owner's
+// children from the source's cache with [Watched.Of], through an index.
+// Run opens the sources with the controller's cache, starts the workers
+// once all have synced (HasSynced and SyncError cover them), and closes
+// them before it returns; a source is never resynced, the controller's own
+// resync handles every owner again. [RunAll] runs several controllers in
+// one process without leader election.
+//
+// There is still no delete event: a deleted child only queues its owner,
+// which the handler gets live, as always. The handler sees the world as it
+// is now, the child missing from Of, and makes it again: the same code
+// repairs a child deleted, edited, or never made, and a deletion missed
+// while the controller was down is repaired by the initial list.
 //
 // # Memory: what the cache holds
 //

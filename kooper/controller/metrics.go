@@ -52,9 +52,9 @@ const (
 	SourceRetry = "retry"
 	// SourceRequeue is a handler's RequeueAfter request.
 	SourceRequeue = "requeue"
-	// SourceEnqueue is a key queued with Controller.Enqueue: typically a
-	// child controller routing a child's change to its owner
-	// (owner.EnqueueOwner).
+	// SourceEnqueue is a key queued with Controller.Enqueue, or by a
+	// change of a kind in Config.Sources (an owned child, say): typically
+	// a child's change routed to its owner.
 	SourceEnqueue = "enqueue"
 )
 

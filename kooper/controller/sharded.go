@@ -45,6 +45,13 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 
 	queue := c.newQueue()
 	c.queue.Store(queue)
+	// The caches of Config.Sources (owned.go), whose keys go through
+	// Enqueue, so admits drops those of slots not acquired.
+	sources, err := c.openSources(ctx)
+	if err != nil {
+		queue.ShutDown()
+		return err
+	}
 	var slotsWG sync.WaitGroup
 	run := &shardedRun{ctx: ctx, c: c, s: shards, slotsWG: &slotsWG}
 	var src objects
@@ -56,12 +63,15 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 		all, err := c.source.open(ctx, c.shardedEvents(shards), cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval})
 		if err != nil {
 			queue.ShutDown()
+			sources.close()
 			return err
 		}
 		run.all, run.synced, src = all, synced, all
 	}
+	sources.route(src)
 	if err := shards.bind(run); err != nil {
 		queue.ShutDown()
+		sources.close()
 		if run.all != nil {
 			run.all.close()
 		}
@@ -71,13 +81,13 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 	workers := newGoroutines()
 	for i := range c.cfg.ConcurrentWorkers {
 		workers.Go(func() {
-			if !closedBefore(ctx, synced) {
+			if !closedBefore(ctx, synced) || !sources.waitSynced(ctx) {
 				return
 			}
 			c.worker(ctx, i, src, queue)
 		})
 	}
-	if run.all == nil || run.all.waitSynced(ctx) {
+	if (run.all == nil || run.all.waitSynced(ctx)) && sources.waitSynced(ctx) {
 		if run.all != nil {
 			close(synced)
 		}
@@ -92,7 +102,7 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 	}
 
 	queue.ShutDown()
-	err := workers.wait(c.cfg.Clock, c.cfg.ShutdownTimeout)
+	err = workers.wait(c.cfg.Clock, c.cfg.ShutdownTimeout)
 	slotsWG.Wait()
 	for _, open := range shards.caches() {
 		open.close() // stopped with ctx
@@ -100,6 +110,7 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 	if run.all != nil {
 		run.all.close()
 	}
+	sources.close()
 	shards.unbind()
 	if err != nil {
 		c.log.Error("controller stopped with handlers still running", log.KeyErr, err)

@@ -188,7 +188,10 @@ func (s sharedInformer) open(ctx context.Context, h cache.ResourceEventHandler, 
 func startInformer(ctx context.Context, lw listerWatcher, resyncCheck time.Duration, transform cache.TransformFunc, onError cache.WatchErrorHandlerWithContext, h cache.ResourceEventHandler, opts cache.HandlerOptions) (_ cache.SharedIndexInformer, _ cache.ResourceEventHandlerRegistration, stopped <-chan struct{}, _ error) {
 	informer := cache.NewSharedIndexInformerWithOptions(
 		lw, nil,
-		cache.SharedIndexInformerOptions{ResyncPeriod: resyncCheck, ObjectDescription: describe(lw.r)},
+		// Indexers not nil: a source of another controller indexes the
+		// cache later (owned.go), and client-go's store panics adding an
+		// index to a nil map.
+		cache.SharedIndexInformerOptions{ResyncPeriod: resyncCheck, Indexers: cache.Indexers{}, ObjectDescription: describe(lw.r)},
 	)
 	if transform != nil {
 		if err := informer.SetTransform(transform); err != nil {

@@ -42,10 +42,11 @@
 //   - source is where a queued key came from: "initial" (the cache's first
 //     list), "change" (an add, update or delete the watch saw), "resync",
 //     "retry" (a failed handling, after its backoff), "requeue" (a
-//     RequeueAfter request) or "enqueue" (Controller.Enqueue: typically a
-//     child controller routing a child's change to its owner, counted under
-//     the owner's controller). These are [controller.SourceInitial] and the
-//     other Source constants; any other value is counted as given.
+//     RequeueAfter request) or "enqueue" (Controller.Enqueue, or a change
+//     of a kind in controller.Config.Sources: typically a child's change
+//     routed to its owner, counted under the owner's controller). These are
+//     [controller.SourceInitial] and the other Source constants; any other
+//     value is counted as given.
 //   - success is "true" when the handler returned nil, including a
 //     RequeueAfter request, and "false" otherwise.
 //   - reason is "max_retries" or "terminal" ([controller.DropReasonMaxRetries],
