@@ -41,8 +41,8 @@
 //
 // # The ratchet
 //
-// -check fails when a count is over its limit, naming the packages that
-// grew since -base (default HEAD). Counts may go down freely, and -check
+// -check fails when a count is over its limit, showing its packages'
+// counts. Counts may go down freely, and -check
 // says when a limit can follow them. A limit goes up only in a commit whose
 // CHANGELOG.md entry says why: each limit has a line "surface budget
 // `<budget>` <limit>" there (the tests check it).
@@ -97,12 +97,11 @@ var errFailed = errors.New("the library is over its surface budget (see above)")
 func run(args []string, stdout io.Writer) error {
 	fl := flag.NewFlagSet("surface", flag.ContinueOnError)
 	fl.Usage = func() {
-		fmt.Fprintln(fl.Output(), "usage: go run ./hack/surface [-v] [-check [-base REV]] [-root DIR]\n       go run ./hack/surface -uses FILE.go\n\nCounts the library's exported names and controller.Config's fields against their budgets.")
+		fmt.Fprintln(fl.Output(), "usage: go run ./hack/surface [-v] [-check] [-root DIR]\n       go run ./hack/surface -uses FILE.go\n\nCounts the library's exported names and controller.Config's fields against their budgets.")
 		fl.PrintDefaults()
 	}
 	checkFlag := fl.Bool("check", false, "exit 1 if a budget is over its limit")
 	verbose := fl.Bool("v", false, "list every counted name")
-	base := fl.String("base", "HEAD", "with -check, the git revision to compare the packages of a budget over its limit with (\"\": none)")
 	root := fl.String("root", "", "repository root (default: the directory above the working directory holding the kooper go.mod)")
 	uses := fl.String("uses", "", "print the lines and the library identifiers of this Go file instead")
 	if err := fl.Parse(args); err != nil {
@@ -149,7 +148,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	if len(over) > 0 {
-		explain(stdout, m, over, *root, *base)
+		explain(stdout, m, over)
 		return errFailed
 	}
 	for _, h := range hints {
