@@ -54,8 +54,8 @@ func init() {
 			`kooper_tenants{ready="true"} == 2`,
 			`kooper_tenants{ready="false"} == 1`,
 			`sum(kooper_tenant_drift_repairs_total{kind="ResourceQuota"}) >= 1`,
-			// Child controllers route their Tenant's key into the owner's
-			// queue: the routed-keys panel has data, not only zeros.
+			// The child kinds' sources queue their Tenant's key with
+			// Enqueue: the routed-keys panel has data, not only zeros.
 			`sum(kooper_controller_queued_events_total{controller="multi-resource", source="enqueue"}) >= 1`,
 		},
 		checks: map[string]func(ctx context.Context, t *testing.T, c clients){

@@ -22,16 +22,6 @@ type Config struct {
 	// Controllers given the same *Shared (see NewShared) share one cache
 	// instead.
 	Retriever Retriever
-	// Sources are kinds the controller watches besides its own, built by
-	// Owns (the children its objects control) or Watches (any kind, mapped
-	// to keys by a function): each has a cache, filled from its Retriever
-	// with this Config's WatchIdleTimeout and KeepManagedFields (not
-	// Transform) and never resynced, whose every change, deletions
-	// included, queues the keys of the controller's objects it relates to
-	// (see "Owned kinds" in the package doc). The workers start once every
-	// source has synced, HandleDuringSync or not. A source belongs to one
-	// controller. Default: none.
-	Sources []Source
 
 	// ConcurrentWorkers is how many objects are handled at once. One object
 	// is never handled by two workers at once. Default 3.
@@ -205,14 +195,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: a shared retriever's cache is shared: set Transform and KeepManagedFields in its SharedConfig", ErrInvalidConfig)
 	case c.RetryMaxDelay < c.RetryBaseDelay:
 		return fmt.Errorf("%w: retry max delay %s is below the base delay %s", ErrInvalidConfig, c.RetryMaxDelay, c.RetryBaseDelay)
-	}
-	for i, s := range c.Sources {
-		if s == nil || s.base() == nil {
-			return fmt.Errorf("%w: source %d is nil", ErrInvalidConfig, i)
-		}
-		if err := s.base().validate(); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +22,8 @@ import (
 // Retriever lists and watches. Build one with New and start it with Run.
 type Controller struct {
 	cfg     Config
-	handler Handler // cfg.Handler wrapped by the controller's own middlewares
+	sources []Source // New's (owned.go)
+	handler Handler  // cfg.Handler wrapped by the controller's own middlewares
 	log     log.Logger
 	// source is where the cache comes from (source.go).
 	source cacheSource
@@ -47,10 +49,27 @@ type Controller struct {
 // New validates cfg, applies its defaults and returns a Controller ready to
 // Run. cfg is taken by value: the caller's Config is never changed. Errors
 // wrap ErrInvalidConfig.
-func New(cfg Config) (*Controller, error) {
+//
+// sources are kinds the controller watches besides its own, built by Owns
+// (the children its objects control) or Watches (any kind, mapped to keys
+// by a function): each has a cache, filled from its Retriever with cfg's
+// WatchIdleTimeout and KeepManagedFields (not Transform) and never
+// resynced, whose every change, deletions included, queues the keys of the
+// controller's objects it relates to (see "Owned kinds" in the package
+// doc). The workers start once every source has synced, HandleDuringSync
+// or not. A source belongs to one controller.
+func New(cfg Config, sources ...Source) (*Controller, error) {
 	cfg.defaults()
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	for i, s := range sources {
+		if s == nil || s.base() == nil {
+			return nil, fmt.Errorf("%w: source %d is nil", ErrInvalidConfig, i)
+		}
+		if err := s.base().validate(); err != nil {
+			return nil, err
+		}
 	}
 	logger := cfg.Logger.With(log.KeyController, cfg.Name)
 	// The handler chain, outermost first:
@@ -64,9 +83,9 @@ func New(cfg Config) (*Controller, error) {
 	)
 	retrieve := &retrieveErrors{controller: cfg.Name, resource: describe(cfg.Retriever),
 		log: logger, rec: cfg.MetricsRecorder, clock: cfg.Clock}
-	c := &Controller{cfg: cfg, handler: h, log: logger, retrieve: retrieve, validity: validity{clock: cfg.Clock}}
+	c := &Controller{cfg: cfg, sources: slices.Clone(sources), handler: h, log: logger, retrieve: retrieve, validity: validity{clock: cfg.Clock}}
 	c.source = newCacheSource(cfg, retrieve.handler(), func(key string) { c.add(key, SourceInitial) })
-	if err := c.bindSources(); err != nil { // Config.Sources (owned.go)
+	if err := c.bindSources(); err != nil { // owned.go
 		return nil, err
 	}
 	return c, nil
@@ -94,8 +113,8 @@ func cacheTransform(user cache.TransformFunc, keepManagedFields bool) cache.Tran
 // an old leader stops handling before a new one can start.
 func (c *Controller) ShutdownTimeout() time.Duration { return c.cfg.ShutdownTimeout }
 
-// HasSynced reports whether Run has filled the cache, and the cache of
-// every Config.Sources: every object listed at start is queued, and the
+// HasSynced reports whether Run has filled the cache, and the caches of
+// its sources (New): every object listed at start is queued, and the
 // workers are handling them (or, with RunWarm, start the moment this
 // replica leads). It stays true after Run returns.
 // Use it for a readiness check.
@@ -104,7 +123,7 @@ func (c *Controller) HasSynced() bool { return c.synced.Load() }
 // SyncError returns why the cache has not synced yet: the last list or
 // watch that failed since Run started, naming the controller and what its
 // Retriever retrieves, and wrapping [ErrDecode] when the answer could not
-// be decoded. With Config.Sources, the last failure of each of their
+// be decoded. With sources (New), the last failure of each of their
 // caches too, joined. It returns nil once every cache has synced, and while
 // nothing has failed. health.Readiness puts it in /readyz's answer.
 //
@@ -210,7 +229,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	}
 	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "shared", isShared(c.cfg.Retriever), "warm", leading != nil)
 
-	// 1. The queue, then the caches of Config.Sources (owned.go) and the
+	// 1. The queue, then the caches of the sources (owned.go) and the
 	// cache, whose events queue keys from now on (a warm standby's from the
 	// moment it leads).
 	queue := c.newQueue()

@@ -62,7 +62,7 @@
 // # Owned kinds
 //
 // A controller can watch kinds besides its own as sources of its own keys
-// (Config.Sources): [Owns] for its children, the objects its objects
+// (given to New): [Owns] for its children, the objects its objects
 // control (a controller owner reference, see package owner), and [Watches]
 // for any other kind, mapped to keys by a function (a ConfigMap a Tenant
 // names). A source is a cache and an event handler, nothing more: no

@@ -37,9 +37,6 @@ func ExampleOwns() {
 	ctrl, err := controller.New(controller.Config{
 		Name:      "web",
 		Retriever: configMaps,
-		// A Secret's change queues the ConfigMap its controller reference
-		// names, in this controller's queue.
-		Sources: []controller.Source{children},
 		Handler: controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.ConfigMap](
 			func(_ context.Context, cm *corev1.ConfigMap) error {
 				var names []string
@@ -50,7 +47,7 @@ func ExampleOwns() {
 				handled <- struct{}{}
 				return nil
 			})),
-	})
+	}, children) // a Secret's change queues the ConfigMap that controls it
 	// endregion: owns
 	if err != nil {
 		fmt.Println(err)

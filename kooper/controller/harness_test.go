@@ -28,9 +28,9 @@ var modes = []struct {
 
 // start runs a new controller for cfg in the background. stop cancels it
 // and returns Run's error.
-func start(t *testing.T, cfg controller.Config) (stop func() error) {
+func start(t *testing.T, cfg controller.Config, sources ...controller.Source) (stop func() error) {
 	t.Helper()
-	c, err := controller.New(cfg)
+	c, err := controller.New(cfg, sources...)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}

@@ -53,7 +53,7 @@ const (
 	// SourceRequeue is a handler's RequeueAfter request.
 	SourceRequeue = "requeue"
 	// SourceEnqueue is a key queued with Controller.Enqueue, or by a
-	// change of a kind in Config.Sources (an owned child, say): typically
+	// change of one of its sources (New: an owned child, say): typically
 	// a child's change routed to its owner.
 	SourceEnqueue = "enqueue"
 )

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Kinds a controller watches besides its own (Config.Sources).
+// Kinds a controller watches besides its own: the sources given to New.
 //
 // A source is a cache and an event handler, nothing more: no queue,
 // workers, retries or metrics series of its own. Its handler maps each
@@ -30,7 +30,7 @@ import (
 // to stop), starts the workers once they have synced, and closes them
 // before it returns.
 
-// Source is a kind a controller watches besides its own (Config.Sources).
+// Source is a kind a controller watches besides its own, given to New.
 // Sealed: built by [Owns] or [Watches].
 type Source interface {
 	base() *source
@@ -38,7 +38,7 @@ type Source interface {
 
 // Watched is the cache of one kind a controller watches besides its own,
 // readable from the controller's handler with Of. Build it with [Owns] or
-// [Watches] and give it to one controller, in Config.Sources.
+// [Watches] and give it to one controller, with New.
 type Watched[T runtime.Object] struct{ s *source }
 
 var _ Source = (*Watched[runtime.Object])(nil)
@@ -52,7 +52,7 @@ func (w *Watched[T]) base() *source {
 
 // Owns returns the source of the objects of type T that the controller's
 // objects control (a metav1 controller reference: owner.SetController),
-// retrieved by r, for Config.Sources. A change to one of them, its
+// retrieved by r, for New. A change to one of them, its
 // deletion included, queues its owner, found in the controller's cache at
 // the reference's name (in the child's namespace, or cluster-scoped) and
 // queued only if its UID is the reference's: a child of a deleted owner
@@ -66,7 +66,7 @@ func Owns[T runtime.Object](r Retriever) *Watched[T] {
 
 // Watches returns the source of the objects of type T retrieved by r,
 // mapped by keys to the keys (namespace/name, or name) of the controller's
-// objects they concern, for Config.Sources: for kinds the controller's
+// objects they concern, for New: for kinds the controller's
 // objects refer to without owning them, such as a ConfigMap a Tenant
 // names. A change to one of them, its deletion included (keys then gets
 // its last state), queues every key keys returns for it, and, for a
@@ -169,12 +169,12 @@ func (s *source) validate() error {
 	return nil
 }
 
-// bindSources gives cfg.Sources to c, each to one controller only.
+// bindSources gives the sources to c, each to one controller only.
 func (c *Controller) bindSources() error {
-	for i, src := range c.cfg.Sources {
+	for i, src := range c.sources {
 		s := src.base()
 		if !s.bound.CompareAndSwap(nil, c) {
-			for _, bound := range c.cfg.Sources[:i] {
+			for _, bound := range c.sources[:i] {
 				bound.base().bound.Store(nil)
 			}
 			return fmt.Errorf("%w: source %s is already given to a controller", ErrInvalidConfig, s.what)
@@ -199,8 +199,8 @@ type openSources []*openSource
 // c once route has told them where c's objects are. On error, the sources
 // opened are closed.
 func (c *Controller) openSources(ctx context.Context) (openSources, error) {
-	opened := make(openSources, 0, len(c.cfg.Sources))
-	for _, src := range c.cfg.Sources {
+	opened := make(openSources, 0, len(c.sources))
+	for _, src := range c.sources {
 		o, err := src.base().open(ctx, c)
 		if err != nil {
 			opened.close()
@@ -421,7 +421,7 @@ func ownerKeys(obj any, owners objects) []string {
 // failures of every cache that has one, joined.
 func (c *Controller) sourcesSyncError(own error) error {
 	errs := []error{own}
-	for _, src := range c.cfg.Sources {
+	for _, src := range c.sources {
 		if r := src.base().retrieve; r != nil {
 			errs = append(errs, r.lastError())
 		}

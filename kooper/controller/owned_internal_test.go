@@ -147,8 +147,8 @@ func TestSourceEventsQueueTheKeysTheObjectRelatesTo(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tc.source()
-			c, err := New(Config{Name: "owners", Retriever: stubRetriever{}, Sources: []Source{src},
-				Handler: HandlerFunc(func(context.Context, runtime.Object) error { return nil })})
+			c, err := New(Config{Name: "owners", Retriever: stubRetriever{},
+				Handler: HandlerFunc(func(context.Context, runtime.Object) error { return nil })}, src)
 			if err != nil {
 				t.Fatal(err)
 			}

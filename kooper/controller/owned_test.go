@@ -103,14 +103,14 @@ func TestOwnsHandlesTheOwnerOfEveryChangedChild(t *testing.T) {
 					// Shared: the two sources share its cache and index.
 					others := controllertest.NewRetriever(&corev1.ConfigMap{}, mode.opts)
 					otherLog := &ownerLog{children: controller.Owns[*corev1.Secret](s)}
-					stop := start(t, controller.Config{Name: "others", Handler: otherLog, Retriever: others,
-						Sources: []controller.Source{otherLog.children}})
+					stop := start(t, controller.Config{Name: "others", Handler: otherLog, Retriever: others},
+						otherLog.children)
 					defer func() { _ = stop() }()
 				}
 				rec := newMetrics()
 				l := &ownerLog{children: controller.Owns[*corev1.Secret](r)}
 				stop := start(t, controller.Config{Name: "owners", Handler: l, Retriever: cms, DisableResync: true,
-					Sources: []controller.Source{l.children}, MetricsRecorder: rec})
+					MetricsRecorder: rec}, l.children)
 
 				got := l.waitCalls(t, "both owners are handled", 2)
 				slices.Sort(got)
@@ -193,12 +193,12 @@ func TestOfReturnsTheObjectsOfOneOwnerWhileRunRuns(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	stop := start(t, controller.Config{Name: "owners", Retriever: cms, Sources: []controller.Source{children, read},
+	stop := start(t, controller.Config{Name: "owners", Retriever: cms,
 		Handler: controller.HandlerFunc(func(_ context.Context, obj kruntime.Object) error {
 			cm := obj.(*corev1.ConfigMap)
 			handled <- fmt.Sprintf("%s owns [%s] reads [%s]", cm.Name, names(children.Of(cm)), names(read.Of(cm)))
 			return nil
-		})})
+		})}, children, read)
 	got := []string{<-handled, <-handled}
 	slices.Sort(got)
 	want := []string{"db owns [db-a] reads [password,shared]", "web owns [web-a,web-b,web-c] reads [shared,tls]"}
@@ -308,12 +308,12 @@ func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 		mustAdd(t, secrets, childOf("web-a", web))
 		handled := make(chan struct{}, 10)
 		before := steadyGoroutines(t)
-		c, err := controller.New(controller.Config{Name: "owners", Retriever: cms, Sources: sources,
+		c, err := controller.New(controller.Config{Name: "owners", Retriever: cms,
 			ConcurrentWorkers: 5, DisableWatchIdleTimeout: true, MetricsRecorder: rec,
 			Handler: controller.HandlerFunc(func(context.Context, kruntime.Object) error {
 				handled <- struct{}{}
 				return nil
-			})})
+			})}, sources...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -408,11 +408,10 @@ func TestHasSyncedWaitsForEverySource(t *testing.T) {
 			broken := &failing{Retriever: controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})}
 			var handled atomic.Int32
 			c, err := controller.New(controller.Config{Name: "owners", Retriever: cms, HandleDuringSync: duringSync,
-				Sources: []controller.Source{fine, controller.Owns[*corev1.Secret](broken)},
 				Handler: controller.HandlerFunc(func(context.Context, kruntime.Object) error {
 					handled.Add(1)
 					return nil
-				})})
+				})}, fine, controller.Owns[*corev1.Secret](broken))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -473,7 +472,7 @@ func TestAnOwnerIsNeverHandledByTwoWorkersAcrossKinds(t *testing.T) {
 		handled  atomic.Int64
 	)
 	children := controller.Owns[*corev1.Secret](secrets)
-	stop := start(t, controller.Config{Name: "owners", Retriever: cms, Sources: []controller.Source{children},
+	stop := start(t, controller.Config{Name: "owners", Retriever: cms,
 		ConcurrentWorkers: 4, DisableResync: true,
 		Handler: controller.HandlerFunc(func(_ context.Context, obj kruntime.Object) error {
 			cm := obj.(*corev1.ConfigMap)
@@ -490,7 +489,7 @@ func TestAnOwnerIsNeverHandledByTwoWorkersAcrossKinds(t *testing.T) {
 			mu.Unlock()
 			handled.Add(1)
 			return nil
-		})})
+		})}, children)
 	eventually(t, "every owner is handled", func() bool { return handled.Load() >= owners })
 
 	var wg sync.WaitGroup
@@ -534,8 +533,8 @@ func TestRunWarmFillsTheSourcesButQueuesNothingUntilLeading(t *testing.T) {
 	mustAdd(t, cms, web)
 	l := &ownerLog{children: controller.Owns[*corev1.Secret](secrets)}
 	rec := newMetrics()
-	c, err := controller.New(controller.Config{Name: "owners", Handler: l, Retriever: cms, MetricsRecorder: rec,
-		Sources: []controller.Source{l.children}})
+	c, err := controller.New(controller.Config{Name: "owners", Handler: l, Retriever: cms, MetricsRecorder: rec},
+		l.children)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -599,7 +598,7 @@ func TestRunShardedQueuesOnlyTheOwnersOfAcquiredSlots(t *testing.T) {
 	l := &ownerLog{children: controller.Owns[*corev1.Secret](secrets)}
 	rec := newMetrics()
 	c, err := controller.New(controller.Config{Name: "owners", Handler: l, Retriever: cms, MetricsRecorder: rec,
-		DisableResync: true, Sources: []controller.Source{l.children}})
+		DisableResync: true}, l.children)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -635,8 +634,7 @@ func TestNewRefusesASourceItCannotRun(t *testing.T) {
 	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
 	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
 	taken := controller.Owns[*corev1.Secret](secrets)
-	if _, err := controller.New(controller.Config{Name: "first", Handler: &ownerLog{}, Retriever: cms,
-		Sources: []controller.Source{taken}}); err != nil {
+	if _, err := controller.New(controller.Config{Name: "first", Handler: &ownerLog{}, Retriever: cms}, taken); err != nil {
 		t.Fatal(err)
 	}
 	twice := controller.Owns[*corev1.Secret](secrets)
@@ -654,15 +652,14 @@ func TestNewRefusesASourceItCannotRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := controller.New(controller.Config{Name: "owners", Handler: &ownerLog{}, Retriever: cms, Sources: tc.sources})
+			_, err := controller.New(controller.Config{Name: "owners", Handler: &ownerLog{}, Retriever: cms}, tc.sources...)
 			if !errors.Is(err, controller.ErrInvalidConfig) {
 				t.Errorf("got %v, want ErrInvalidConfig", err)
 			}
 		})
 	}
 	// A refused New leaves its sources free for another controller.
-	if _, err := controller.New(controller.Config{Name: "owners", Handler: &ownerLog{}, Retriever: cms,
-		Sources: []controller.Source{twice}}); err != nil {
+	if _, err := controller.New(controller.Config{Name: "owners", Handler: &ownerLog{}, Retriever: cms}, twice); err != nil {
 		t.Errorf("got %v giving a source refused with another to a new controller, want nil", err)
 	}
 }

@@ -45,7 +45,7 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 
 	queue := c.newQueue()
 	c.queue.Store(queue)
-	// The caches of Config.Sources (owned.go), whose keys go through
+	// The caches of the sources (owned.go), whose keys go through
 	// Enqueue, so admits drops those of slots not acquired.
 	sources, err := c.openSources(ctx)
 	if err != nil {

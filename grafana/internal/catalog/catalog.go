@@ -83,7 +83,7 @@ const (
 )
 
 var families = []Family{
-	{QueuedEvents, Counter, []string{"controller", "source"}, "object keys added to the queue, by source: initial (the cache's first list), change (seen by the watch), resync, retry, requeue (RequeueAfter) or enqueue (Controller.Enqueue: typically a child controller routing its owner's key into the owner's queue)", Library},
+	{QueuedEvents, Counter, []string{"controller", "source"}, "object keys added to the queue, by source: initial (the cache's first list), change (seen by the watch), resync, retry, requeue (RequeueAfter) or enqueue (Controller.Enqueue, which the sources given to controller.New call: a child kind queueing its owner's key)", Library},
 	{QueueWait, Histogram, []string{"controller"}, "time a key waited in the queue before a worker took it", Library},
 	{HandleDuration, Histogram, []string{"controller", "success"}, "time a handler call took; success is false when it returned an error or panicked", Library},
 	{Retries, Counter, []string{"controller"}, "failed handlings that will be retried", Library},

@@ -189,8 +189,8 @@ func queuePanels() []Panel {
 			},
 		},
 		{
-			Title:       "Keys routed from other controllers per second",
-			Description: "Keys queued with Controller.Enqueue (source=\"enqueue\"), by the controller whose queue took them: when a child changes, a child controller routes its owner's key into the owner's queue. Zero for a controller that owns nothing.",
+			Title:       "Keys routed from other kinds per second",
+			Description: "Keys queued with Controller.Enqueue (source=\"enqueue\"), by the controller whose queue took them: when a child changes, the controller's source of that kind (given to controller.New) queues its owner's key. Zero for a controller that owns nothing.",
 			Unit:        "ops",
 			Targets: []Target{{
 				Expr:   "sum by (controller) (" + rate(sel(catalog.QueuedEvents, `source="enqueue"`)) + ")",

@@ -81,7 +81,7 @@ func TestOwnedChildrenHaveTheirOwnerHandled(t *testing.T) {
 	rec := &ownerHandlings{count: map[string]int{}, inFlight: map[string]bool{}}
 	children := controller.Owns[*corev1.Secret](controller.NewRetriever(secrets.List, secrets.Watch))
 	ctrl, err := controller.New(controller.Config{
-		Name: "owners", Retriever: owners(client, ns), Sources: []controller.Source{children},
+		Name: "owners", Retriever: owners(client, ns),
 		ConcurrentWorkers: 3, DisableResync: true,
 		Handler: controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.ConfigMap](
 			func(ctx context.Context, cm *corev1.ConfigMap) error {
@@ -95,7 +95,7 @@ func TestOwnedChildrenHaveTheirOwnerHandled(t *testing.T) {
 				_, err := cms.Patch(ctx, cm.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 				return err
 			})),
-	})
+	}, children)
 	if err != nil {
 		t.Fatal(err)
 	}

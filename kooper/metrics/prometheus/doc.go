@@ -43,7 +43,7 @@
 //     list), "change" (an add, update or delete the watch saw), "resync",
 //     "retry" (a failed handling, after its backoff), "requeue" (a
 //     RequeueAfter request) or "enqueue" (Controller.Enqueue, or a change
-//     of a kind in controller.Config.Sources: typically a child's change
+//     of one of a controller's sources (controller.New): typically a child's change
 //     routed to its owner, counted under the owner's controller). These are
 //     [controller.SourceInitial] and the other Source constants; any other
 //     value is counted as given.

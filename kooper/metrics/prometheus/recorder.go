@@ -132,7 +132,7 @@ func New(reg prom.Registerer, opts Options) (*Recorder, error) {
 	r := &Recorder{
 		queued: prom.NewCounterVec(prom.CounterOpts{
 			Name: "kooper_controller_queued_events_total",
-			Help: "Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, typically a child controller routing its owner's key).",
+			Help: "Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, as a source given to controller.New queues its owner's key).",
 		}, []string{labelController, labelSource}),
 		queueWait: prom.NewHistogramVec(prom.HistogramOpts{
 			Name:    "kooper_controller_queue_wait_seconds",

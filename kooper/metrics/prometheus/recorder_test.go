@@ -139,7 +139,7 @@ kooper_controller_queue_wait_seconds_bucket{controller="pods",le="1"} 1
 kooper_controller_queue_wait_seconds_bucket{controller="pods",le="+Inf"} 1
 kooper_controller_queue_wait_seconds_sum{controller="pods"} 0.05
 kooper_controller_queue_wait_seconds_count{controller="pods"} 1
-# HELP kooper_controller_queued_events_total Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, typically a child controller routing its owner's key).
+# HELP kooper_controller_queued_events_total Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, as a source given to controller.New queues its owner's key).
 # TYPE kooper_controller_queued_events_total counter
 kooper_controller_queued_events_total{controller="pods",source="change"} 2
 kooper_controller_queued_events_total{controller="pods",source="enqueue"} 3
@@ -393,7 +393,7 @@ func TestUnknownSourceIsRecordedAsGiven(t *testing.T) {
 	rec.IncQueuedEvent("pods", "other")
 
 	const want = `
-# HELP kooper_controller_queued_events_total Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, typically a child controller routing its owner's key).
+# HELP kooper_controller_queued_events_total Object keys added to a controller's queue, by source: initial (the cache's first list), change (a watched add, update or delete), resync, retry (a failed handling), requeue (a RequeueAfter request) or enqueue (Controller.Enqueue, as a source given to controller.New queues its owner's key).
 # TYPE kooper_controller_queued_events_total counter
 kooper_controller_queued_events_total{controller="pods",source="change"} 0
 kooper_controller_queued_events_total{controller="pods",source="enqueue"} 0

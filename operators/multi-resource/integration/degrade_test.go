@@ -42,10 +42,6 @@ const (
 	// manifests/rbac/multi-resource/cluster_role.yaml.
 	degradationClusterRole = "kooper-multi-resource"
 	degradationUser        = "system:serviceaccount:" + operator.DefaultNamespace + ":" + operator.DefaultName
-	// The names of the LimitRange and ResourceQuota child controllers: the
-	// operator's name and the kind.
-	degradationLimitRangeController = operator.DefaultName + "-limitrange"
-	degradationQuotaController      = operator.DefaultName + "-resourcequota"
 	// degradationOutage is how long the permission stays away: longer than
 	// a controller's default five retries last (about 6 s; the Tenant
 	// controller allows 40), and long enough for the failing Tenants'
@@ -60,7 +56,7 @@ const (
 // once the permission is back every Tenant heals on its own, through the
 // Tenant controller's retries (capped at 15 s), with no restart. What fails
 // is the writing: the API server authorizes a watch when it starts, so the
-// LimitRange controller's open watch goes on (its list or watch fails only
+// LimitRange source's open watch goes on (its list or watch fails only
 // when it restarts one, every 5 to 10 minutes).
 func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 	ctx := context.Background()
@@ -81,7 +77,7 @@ func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
 	retrieveErrors := func() float64 {
-		return e2etest.Metric(t, registry, "kooper_controller_retrieve_errors_total", map[string]string{"controller": degradationLimitRangeController})
+		return e2etest.Metric(t, registry, "kooper_controller_retrieve_errors_total", map[string]string{"controller": operator.DefaultName})
 	}
 
 	first := degradationTenant(t, tenants, "degrade-first")
@@ -140,7 +136,7 @@ func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 			e2etest.Metric(t, registry, "kooper_controller_retries_total", map[string]string{"controller": operator.DefaultName}),
 			e2etest.Metric(t, registry, "kooper_controller_dropped_total", map[string]string{"controller": operator.DefaultName}))
 
-		t.Run("the other controllers still repair: a deleted ResourceQuota is made again", func(t *testing.T) {
+		t.Run("the other sources still repair: a deleted ResourceQuota is made again", func(t *testing.T) {
 			old, err := admin.CoreV1().ResourceQuotas(firstNS).Get(ctx, tenant.QuotaName, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -148,7 +144,7 @@ func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 			queued := func(controller, source string) float64 {
 				return e2etest.Metric(t, registry, "kooper_controller_queued_events_total", map[string]string{"controller": controller, "source": source})
 			}
-			seen, routed := queued(degradationQuotaController, controller.SourceChange), queued(operator.DefaultName, controller.SourceEnqueue)
+			routed := queued(operator.DefaultName, controller.SourceEnqueue)
 			if err := admin.CoreV1().ResourceQuotas(firstNS).Delete(ctx, tenant.QuotaName, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -158,12 +154,8 @@ func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 				return err == nil && q.UID != old.UID
 			})
 			t.Logf("ResourceQuota made again in %s", time.Since(began).Round(time.Millisecond))
-			// Through the ResourceQuota controller, which saw the deletion
-			// and routed first to the Tenant controller: first may have
-			// been waiting for a retry too.
-			if n := queued(degradationQuotaController, controller.SourceChange); n <= seen {
-				t.Errorf("got %v changes queued by %s, want more than the %v before the deletion", n, degradationQuotaController, seen)
-			}
+			// Through the ResourceQuota source, which saw the deletion and
+			// queued first: first may have been waiting for a retry too.
 			if n := queued(operator.DefaultName, controller.SourceEnqueue); n <= routed {
 				t.Errorf("got %v Tenants routed to %s, want more than the %v before the deletion", n, operator.DefaultName, routed)
 			}
@@ -188,14 +180,14 @@ func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 			degradationChildren(t, got, tenant.KindLimitRange)
 		})
 
-		// Every controller's cache synced before the permission went, and
-		// a controller stays synced (controller.Controller.HasSynced): the
-		// open LimitRange watch is not cut by an RBAC change, and a list or
+		// Every cache synced before the permission went, and a controller
+		// stays synced (controller.Controller.HasSynced): the open
+		// LimitRange watch is not cut by an RBAC change, and a list or
 		// watch failing later is logged and counted, not a reason to take
 		// the replica out of service.
 		t.Run("/readyz still answers ready and no Tenant was given up on", func(t *testing.T) {
 			code, body := degradationReadyz(t, httpAddr)
-			t.Logf("forbidden: /readyz %d %q; %v retrieve errors of %s", code, body, retrieveErrors(), degradationLimitRangeController)
+			t.Logf("forbidden: /readyz %d %q; %v retrieve errors", code, body, retrieveErrors())
 			if code != http.StatusOK || body != "synced" {
 				t.Errorf("got /readyz %d %q, want 200 synced", code, body)
 			}
@@ -220,7 +212,7 @@ func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 			})
 			t.Logf("%s healed in %s after the rule was restored", first.Name, time.Since(began).Round(time.Millisecond))
 			code, body := degradationReadyz(t, httpAddr)
-			t.Logf("healed: /readyz %d %q; %v retrieve errors of %s", code, body, retrieveErrors(), degradationLimitRangeController)
+			t.Logf("healed: /readyz %d %q; %v retrieve errors", code, body, retrieveErrors())
 		})
 	})
 }

@@ -113,7 +113,7 @@ func TestEveryLogLineIsJSONAndNamesTheResource(t *testing.T) {
 	e2etest.Eventually(t, 30*time.Second, "a line naming the Tenant type the server does not serve",
 		mentions(`*v1alpha1.Tenant`, `the server could not find the requested resource`))
 	e2etest.Eventually(t, 30*time.Second, "a line naming the LimitRanges the operator may not list",
-		mentions(`"controller":"multi-resource-limitrange"`, `limitranges \"tenant-limits\" is forbidden`))
+		mentions(`"controller":"multi-resource"`, `limitranges \"tenant-limits\" is forbidden`))
 	e2etest.Eventually(t, 30*time.Second, "the leader election saying it leads",
 		mentions(`"msg":"leading"`, `"lease":"kooper-multi-resource/multi-resource"`))
 	stop()

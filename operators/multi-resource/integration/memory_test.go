@@ -52,7 +52,7 @@ const (
 // A Tenant's admins can create, in their namespace, objects labelled as
 // the operator's children, and annotate the children they may edit (the
 // RoleBinding tenant-admins, the NetworkPolicy tenant-default-deny): none
-// of it may grow what the operator keeps in memory. Each child controller
+// of it may grow what the operator keeps in memory. Each child source
 // lists and watches, in every namespace, only the child's fixed name (one
 // object per namespace whatever tenants create), and caches only what the
 // operator reads of it: no annotations, no managedFields. The namespace's
@@ -66,11 +66,11 @@ func TestMemoryTenantAdminsCannotGrowTheOperatorsCaches(t *testing.T) {
 
 	// Without leader election, as the security tests: it runs alone, and
 	// need not wait for the Lease of the operator of a previous test.
-	caches := &operator.ChildCaches{}
+	caches := &operator.ChildObjects{}
 	cfg := operator.Config{
 		REST:                  e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 100, 200),
 		DisableLeaderElection: true,
-		ChildCaches:           caches,
+		ChildObjects:          caches,
 		Logger:                log.NewStd(t.Output(), log.StdOptions{}),
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })

@@ -1,7 +1,7 @@
 // Package handler is the multi-resource operator's domain logic: the
 // Tenant controller's handler. It runs only in the Tenant controller's
 // workers, one worker per Tenant at a time; the controllers of the child
-// kinds only queue a changed child's Tenant there (owner.EnqueueOwner). It
+// kinds only queue a changed child's Tenant there (controller.Owns). It
 // receives a Tenant and makes the world match it: the namespace and its objects are written
 // with server-side apply, so a handling that finds everything in place
 // writes nothing, and one that finds a child changed or missing restores it,
@@ -46,14 +46,13 @@ type Metrics interface {
 	DriftRepaired(kind string)
 }
 
-// Cache reads what the operator's controllers hold, with no API call.
+// Cache reads what the operator's controller holds, with no API call.
 type Cache interface {
-	// Tenant returns the Tenant named name from the Tenant controller's
-	// cache.
+	// Tenant returns the Tenant named name from the controller's cache.
 	Tenant(name string) (metav1.Object, bool)
-	// Namespace returns the metadata of the managed namespace named name
-	// from the Namespace controller's cache.
-	Namespace(name string) (metav1.Object, bool)
+	// Namespaces returns the metadata of the managed namespaces t
+	// controls, from the cache of its Namespace source.
+	Namespaces(t *tenancyv1alpha1.Tenant) []*metav1.PartialObjectMetadata
 }
 
 // Handler handles Tenants. Use it by pointer: it remembers what it applied.
@@ -293,15 +292,19 @@ func newNamespace(want *corev1ac.NamespaceApplyConfiguration) (*corev1.Namespace
 	return &ns, nil
 }
 
-// cachedAndOwned reports whether the Namespace controller's cache holds
-// namespace name, controlled by t: a namespace whose controller is not
-// this very Tenant is read from the API server and checked there.
+// cachedAndOwned reports whether the cache of namespaces holds namespace
+// name, controlled by t: a namespace whose controller is not this very
+// Tenant is read from the API server and checked there.
 func (h *Handler) cachedAndOwned(name string, t *tenancyv1alpha1.Tenant) bool {
 	if h.Cache == nil {
 		return false
 	}
-	ns, ok := h.Cache.Namespace(name)
-	return ok && tenant.OwnedBy(ns, t)
+	for _, ns := range h.Cache.Namespaces(t) {
+		if ns.Name == name && tenant.OwnedBy(ns, t) {
+			return true
+		}
+	}
+	return false
 }
 
 // live reports whether the Tenant cache still holds the Tenant name with

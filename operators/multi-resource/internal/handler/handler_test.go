@@ -284,21 +284,29 @@ func TestANewTenantOfTheSameNameNeverTakesOverTheNamespace(t *testing.T) {
 }
 
 // cached is a handler.Cache over maps.
-type cached struct{ tenants, namespaces map[string]metav1.Object }
+type cached struct {
+	tenants    map[string]metav1.Object
+	namespaces map[string]*metav1.PartialObjectMetadata
+}
 
 func (c cached) Tenant(name string) (metav1.Object, bool) {
 	o, ok := c.tenants[name]
 	return o, ok
 }
 
-func (c cached) Namespace(name string) (metav1.Object, bool) {
-	o, ok := c.namespaces[name]
-	return o, ok
+// Namespaces returns every namespace cached, whichever Tenant controls
+// it: the handler checks.
+func (c cached) Namespaces(*tenancyv1alpha1.Tenant) []*metav1.PartialObjectMetadata {
+	var out []*metav1.PartialObjectMetadata
+	for _, ns := range c.namespaces {
+		out = append(out, ns)
+	}
+	return out
 }
 
 // The namespace is made with a create, which fails if it exists: a forced
 // apply would take over one made between a check and the apply. Once the
-// Namespace controller's cache holds it, controlled by this very Tenant
+// cache of namespaces holds it, controlled by this very Tenant
 // (same UID), the handler applies it directly; otherwise it reads it once
 // to check it.
 func TestTheNamespaceCalls(t *testing.T) {
@@ -338,11 +346,11 @@ func TestTheNamespaceCalls(t *testing.T) {
 		want []string
 	}{
 		{"a new Tenant: create, then apply", h, []string{"create", "patch"}},
-		{"in the cache, ours: apply only", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": ours}}), []string{"patch"}},
+		{"in the cache, ours: apply only", with(cached{namespaces: map[string]*metav1.PartialObjectMetadata{"tenant-acme": ours}}), []string{"patch"}},
 		{"not in the cache yet: create, read, apply", with(cached{}), []string{"create", "get", "patch"}},
-		{"in the cache, an older Tenant's: create, read, apply", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": older}}), []string{"create", "get", "patch"}},
-		{"in the cache, controlled by another kind with the Tenant's UID: create, read, apply", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": otherKind}}), []string{"create", "get", "patch"}},
-		{"in the cache, controlled by a Tenant of another group: create, read, apply", with(cached{namespaces: map[string]metav1.Object{"tenant-acme": otherGroup}}), []string{"create", "get", "patch"}},
+		{"in the cache, an older Tenant's: create, read, apply", with(cached{namespaces: map[string]*metav1.PartialObjectMetadata{"tenant-acme": older}}), []string{"create", "get", "patch"}},
+		{"in the cache, controlled by another kind with the Tenant's UID: create, read, apply", with(cached{namespaces: map[string]*metav1.PartialObjectMetadata{"tenant-acme": otherKind}}), []string{"create", "get", "patch"}},
+		{"in the cache, controlled by a Tenant of another group: create, read, apply", with(cached{namespaces: map[string]*metav1.PartialObjectMetadata{"tenant-acme": otherGroup}}), []string{"create", "get", "patch"}},
 	} {
 		if got := handle(step.h); !slices.Equal(got, step.want) {
 			t.Errorf("%s: got namespace calls %v, want %v", step.name, got, step.want)

@@ -1,12 +1,14 @@
 package operator
 
 import (
+	"maps"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
 
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
@@ -61,43 +63,80 @@ func TestSlimKeepsOnlyWhatTheOperatorReads(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			before := tt.in.DeepCopy()
-			got, err := slim(tt.in)
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := slim(tt.in)
 			if !equality.Semantic.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, want %+v", got, tt.want)
 			}
 			if !equality.Semantic.DeepEqual(tt.in, before) {
 				t.Errorf("got the input changed to %+v, want it as it was", tt.in)
 			}
-			// client-go may apply a transform twice to one object.
-			again, err := slim(got)
-			if err != nil || !equality.Semantic.DeepEqual(again, tt.want) {
-				t.Errorf("applied twice: got %+v (%v), want %+v", again, err, tt.want)
+			if again := slim(got); !equality.Semantic.DeepEqual(again, tt.want) {
+				t.Errorf("applied twice: got %+v, want %+v", again, tt.want)
 			}
 		})
 	}
 }
 
-func TestSlimReturnsAnythingButMetadataAsItIs(t *testing.T) {
-	for _, obj := range []any{
-		cache.DeletedFinalStateUnknown{Key: "tenant-acme/tenant-admins"},
-		&metav1.Status{Message: "not metadata"},
-		nil,
-	} {
-		got, err := slim(obj)
-		if err != nil || !equality.Semantic.DeepEqual(got, obj) {
-			t.Errorf("got %#v (%v), want %#v unchanged", got, err, obj)
-		}
+// The watch of a child retriever slims what it passes on and records it;
+// a bookmark passes as it is. Stop ends its goroutine even while it holds
+// an event nobody reads.
+func TestSlimWatch(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	in := watch.NewFake()
+	var seen ChildObjects
+	w := newSlimWatch(in, func(ev watch.Event) { seen.watched(tenant.KindRoleBinding, ev) })
+	big := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: tenant.RoleBindingName, Namespace: "tenant-acme",
+		ResourceVersion: "2", Annotations: map[string]string{"ballast": "x"}}}
+	bookmark := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "3",
+		Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+	go func() {
+		in.Add(big)
+		in.Action(watch.Bookmark, bookmark)
+	}()
+	if ev := <-w.ResultChan(); ev.Type != watch.Added || len(ev.Object.(*metav1.PartialObjectMetadata).Annotations) != 0 {
+		t.Errorf("got %s %+v, want it added without annotations", ev.Type, ev.Object)
 	}
+	if ev := <-w.ResultChan(); ev.Type != watch.Bookmark || !equality.Semantic.DeepEqual(ev.Object, bookmark) {
+		t.Errorf("got %s %+v, want the bookmark as it was", ev.Type, ev.Object)
+	}
+	objs, ok := seen.List(tenant.KindRoleBinding)
+	if !ok || len(objs) != 1 || objs[0].ResourceVersion != "2" || len(objs[0].Annotations) != 0 {
+		t.Errorf("got %+v, %v recorded, want the slimmed RoleBinding", objs, ok)
+	}
+	go in.Delete(big)
+	for objs, _ := seen.List(tenant.KindRoleBinding); len(objs) != 0; objs, _ = seen.List(tenant.KindRoleBinding) {
+		time.Sleep(time.Millisecond) // the event is recorded, then held
+	}
+	w.Stop() // the event held is never read
 }
 
-func TestChildCachesHoldNothingUntilRunMakesTheControllers(t *testing.T) {
-	var c ChildCaches
-	if objs, ok := c.List(tenant.KindRoleBinding); ok || objs != nil {
-		t.Errorf("got %v, %v, want nil, false", objs, ok)
+func TestChildObjects(t *testing.T) {
+	rb := func(ns, rv string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: tenant.RoleBindingName, Namespace: ns, ResourceVersion: rv}}
 	}
-	var none *ChildCaches
-	none.set(tenant.KindRoleBinding, nil) // Config.ChildCaches unset: a no-op
+	var c ChildObjects
+	if objs, ok := c.List(tenant.KindRoleBinding); ok || objs != nil {
+		t.Errorf("got %v, %v before anything, want nil, false", objs, ok)
+	}
+	c.listed(tenant.KindRoleBinding, []metav1.PartialObjectMetadata{rb("a", "1"), rb("b", "1")})
+	a2, c1 := rb("a", "2"), rb("c", "1")
+	c.watched(tenant.KindRoleBinding, watch.Event{Type: watch.Modified, Object: &a2})
+	c.watched(tenant.KindRoleBinding, watch.Event{Type: watch.Added, Object: &c1})
+	b := rb("b", "1")
+	c.watched(tenant.KindRoleBinding, watch.Event{Type: watch.Deleted, Object: &b})
+	objs, ok := c.List(tenant.KindRoleBinding)
+	got := map[string]string{}
+	for _, o := range objs {
+		got[o.Namespace] = o.ResourceVersion
+	}
+	if !ok || !maps.Equal(got, map[string]string{"a": "2", "c": "1"}) {
+		t.Errorf("got %v, %v, want a at 2 and c at 1", got, ok)
+	}
+	c.listed(tenant.KindRoleBinding, nil) // a relist replaces
+	if objs, ok := c.List(tenant.KindRoleBinding); !ok || len(objs) != 0 {
+		t.Errorf("got %v, %v after an empty list, want none, true", objs, ok)
+	}
+	var none *ChildObjects // Config.ChildObjects unset: no-ops
+	none.listed(tenant.KindRoleBinding, []metav1.PartialObjectMetadata{rb("a", "1")})
+	none.watched(tenant.KindRoleBinding, watch.Event{Type: watch.Added, Object: &c1})
 }

@@ -13,10 +13,11 @@ import (
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
 )
 
-// The child controllers list and watch what the operator makes, and not
+// The child retrievers list and watch what the operator makes, and not
 // what anyone can label as its own: on the API server, by the label and,
-// for the namespaced kinds, by the child's fixed name.
-func TestTheChildControllersSelectTheOperatorsObjectsOnTheAPIServer(t *testing.T) {
+// for the namespaced kinds, by the child's fixed name. What they list
+// reaches the cache slimmed, and recorded.
+func TestTheChildRetrieversSelectTheOperatorsObjectsOnTheAPIServer(t *testing.T) {
 	const label = tenant.ManagedByLabel + "=" + tenant.ManagedBy
 	tests := []struct {
 		kind         string
@@ -43,7 +44,11 @@ func TestTheChildControllersSelectTheOperatorsObjectsOnTheAPIServer(t *testing.T
 			md.PrependReactor("list", c.resource.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
 				got = append(got, a.(k8stesting.ListAction).GetListRestrictions())
 				namespaces = append(namespaces, a.GetNamespace())
-				return true, &metav1.List{}, nil // the fake turns it into metadata
+				// The fake turns a List into metadata.
+				return true, &metav1.List{Items: []runtime.RawExtension{{Object: &metav1.PartialObjectMetadata{
+					TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Example"},
+					ObjectMeta: metav1.ObjectMeta{Name: "x", Labels: map[string]string{tenant.ManagedByLabel: tenant.ManagedBy}, Annotations: map[string]string{"ballast": "x"}},
+				}}}}, nil
 			})
 			md.PrependWatchReactor(c.resource.Resource, func(a k8stesting.Action) (bool, watch.Interface, error) {
 				w := a.(k8stesting.WatchAction).GetWatchRestrictions()
@@ -51,10 +56,19 @@ func TestTheChildControllersSelectTheOperatorsObjectsOnTheAPIServer(t *testing.T
 				namespaces = append(namespaces, a.GetNamespace())
 				return true, watch.NewFake(), nil
 			})
-			r := managed(md, c)
+			var seen ChildObjects
+			r := managed(md, c, &seen)
 			ctx := context.Background()
-			if _, err := r.List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err != nil {
+			list, err := r.List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+			if err != nil {
 				t.Fatal(err)
+			}
+			items := list.(*metav1.PartialObjectMetadataList).Items
+			if len(items) != 1 || len(items[0].Annotations) != 0 {
+				t.Errorf("got %+v listed, want x without annotations", items)
+			}
+			if objs, ok := seen.List(c.kind); !ok || len(objs) != 1 || objs[0].Name != "x" {
+				t.Errorf("got %+v, %v recorded, want x", objs, ok)
 			}
 			w, err := r.Watch(ctx, metav1.ListOptions{ResourceVersion: "1", AllowWatchBookmarks: true})
 			if err != nil {

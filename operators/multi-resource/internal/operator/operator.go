@@ -1,26 +1,24 @@
 // Package operator wires the multi-resource operator: one controller for
-// Tenants and one per child kind (Namespace, ResourceQuota, LimitRange,
-// RoleBinding, NetworkPolicy), plus metrics, health endpoints and leader
-// election. cmd/ turns flags into a Config and calls Run; tests call Run the
-// same way against a local control plane.
+// Tenants whose sources are the child kinds (Namespace, ResourceQuota,
+// LimitRange, RoleBinding, NetworkPolicy), plus metrics, health endpoints
+// and leader election. cmd/ turns flags into a Config and calls Run; tests
+// call Run the same way against a local control plane.
 //
-// The domain logic runs only in the Tenant controller: one worker per Tenant
-// at a time. Each child controller watches one kind with its own retriever
-// and only routes: its handler, owner.EnqueueOwner, queues a changed or
-// deleted child's Tenant in the Tenant controller, with no API call. The
-// child controllers list and watch only the metadata of the objects
-// labelled as managed by this operator and, for the namespaced kinds,
-// named as that child is in every tenant's namespace; they never resync
-// (the Tenant controller does), and see deletions
-// (controller.Config.HandleDeleted) so that a child deleted by hand is made
-// again. A child kind the operator cannot read stops only its own
-// controller.
+// The domain logic runs in the Tenant controller's workers: one worker
+// per Tenant at a time. Each child kind is a source of that controller
+// (controller.Owns): a cache of its own whose changes and deletions queue
+// the child's Tenant in the one queue, with no API call, and which the
+// handler reads (the Tenant's namespace). The sources list and watch only
+// the metadata of the objects labelled as managed by this operator and,
+// for the namespaced kinds, named as that child is in every tenant's
+// namespace; they never resync (the Tenant controller does). The Tenant
+// controller starts handling once every source has synced.
 //
 // A tenant's admins can create objects in their namespace with any labels
 // and annotations, and annotate the children they may edit: what the
 // operator caches must not grow with that. The name selects at most one
 // object per namespace and kind on the API server, whatever else carries
-// the label, and the child controllers keep of each object only what the
+// the label, and the child retrievers keep of each object only what the
 // operator reads (slim): no annotations, no managedFields.
 package operator
 
@@ -28,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
@@ -53,7 +50,6 @@ import (
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
-	"github.com/kooperkit/kooper/kooper/owner"
 	"github.com/kooperkit/kooper/operators/internal/observe"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/handler"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
@@ -108,11 +104,11 @@ type Config struct {
 	Logger log.Logger
 	// Registry receives the metrics. Default: a new registry.
 	Registry *prom.Registry
-	// ChildCaches, if set, is given read access to the child controllers'
-	// caches once Run has made them, as Registry is given the metrics:
-	// what the operator keeps in memory can then be read (the integration
-	// tests check it). Default nil.
-	ChildCaches *ChildCaches
+	// ChildObjects, if set, records the child objects the operator's
+	// caches are given, as Registry is given the metrics: what the
+	// operator keeps in memory can then be read (the integration tests
+	// check it). Default nil.
+	ChildObjects *ChildObjects
 }
 
 func (c *Config) defaults() {
@@ -184,9 +180,22 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("could not create the metadata client: %w", err)
 	}
 
+	// region: children
+	// Every child kind is a source of the Tenant controller: a cache whose
+	// changes and deletions queue the child's Tenant.
+	c := &caches{}
+	sources := make([]controller.Source, 0, len(children))
+	for _, child := range children {
+		owned := controller.Owns[*metav1.PartialObjectMetadata](managed(md, child, cfg.ChildObjects))
+		if child.kind == tenant.KindNamespace {
+			c.namespaces = owned
+		}
+		sources = append(sources, owned)
+	}
+	// endregion: children
+
 	// region: primary
 	drift := newDrift()
-	c := &caches{}
 	h := &handler.Handler{Kube: kube, Tenancy: tenancy, FieldManager: cfg.Name, Cache: c, Metrics: drift}
 	tenants := tenancy.TenancyV1alpha1().Tenants()
 	primary, err := controller.New(controller.Config{
@@ -198,45 +207,14 @@ func Run(ctx context.Context, cfg Config) error {
 		MaxRetries:      tenantMaxRetries,
 		Logger:          cfg.Logger,
 		MetricsRecorder: recorder,
-	})
+	}, sources...)
 	if err != nil {
 		return err
 	}
 	c.tenants = primary
-	ctrls := []*controller.Controller{primary}
 	// endregion: primary
 
-	// region: children
-	for _, child := range children {
-		ctrl, err := controller.New(controller.Config{
-			Name: cfg.Name + "-" + strings.ToLower(child.kind),
-			// Route the child to its Tenant: queue the Tenant's key in the
-			// Tenant controller (traced, if tracing).
-			Handler:         controller.Chain(owner.EnqueueOwner(primary, tenancyv1alpha1.Kind("Tenant")), traced...),
-			Retriever:       managed(md, child),
-			Transform:       slim,
-			DisableResync:   true,
-			HandleDeleted:   true,
-			Logger:          cfg.Logger,
-			MetricsRecorder: recorder,
-		})
-		if err != nil {
-			return err
-		}
-		if child.kind == tenant.KindNamespace {
-			c.namespaces = ctrl
-		}
-		cfg.ChildCaches.set(child.kind, ctrl)
-		ctrls = append(ctrls, ctrl)
-	}
-	// endregion: children
-
 	// region: leaderelection
-	runnables := make([]leaderelection.Runnable, len(ctrls))
-	synced := make([]health.Synced, len(ctrls))
-	for i, c := range ctrls {
-		runnables[i], synced[i] = c, c
-	}
 	runner, err := leaderelection.New(leaderelection.Config{
 		Disabled:      cfg.DisableLeaderElection,
 		LeaseDuration: cfg.LeaseDuration, RenewDeadline: cfg.RenewDeadline, RetryPeriod: cfg.RetryPeriod,
@@ -245,7 +223,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Client:    lease.CoordinationV1(),
 		Logger:    cfg.Logger,
 		Recorder:  recorder,
-	}, runnables...)
+	}, primary)
 	if err != nil {
 		return err
 	}
@@ -275,7 +253,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		srv, err := health.Start(health.Config{
 			Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling,
-			Ready: health.Readiness(runner, synced...), SecureMetrics: secureMetrics, Logger: cfg.Logger,
+			Ready: health.Readiness(runner, primary), SecureMetrics: secureMetrics, Logger: cfg.Logger,
 		})
 		if err != nil {
 			return err
@@ -284,29 +262,29 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger.Info("serving metrics and health", "addr", srv.Addr(), "secureMetricsAddr", srv.SecureAddr())
 	}
 
-	cfg.Logger.Info("multi-resource operator starting", "controllers", len(ctrls), "leaderElection", !cfg.DisableLeaderElection)
+	cfg.Logger.Info("multi-resource operator starting", "sources", len(sources), "leaderElection", !cfg.DisableLeaderElection)
 	return runner.Run(ctx)
 }
 
-// caches is the handler's view of the controllers' caches.
-type caches struct{ tenants, namespaces *controller.Controller }
+// caches is the handler's view of the controller's caches.
+type caches struct {
+	tenants    *controller.Controller
+	namespaces *controller.Watched[*metav1.PartialObjectMetadata]
+}
 
 var _ handler.Cache = (*caches)(nil)
 
-func (c *caches) Tenant(name string) (metav1.Object, bool) { return get(c.tenants, name) }
-
-func (c *caches) Namespace(name string) (metav1.Object, bool) { return get(c.namespaces, name) }
-
-func get(ctrl *controller.Controller, key string) (metav1.Object, bool) {
-	if ctrl == nil {
-		return nil, false
-	}
-	obj, ok := ctrl.Get(key)
+func (c *caches) Tenant(name string) (metav1.Object, bool) {
+	obj, ok := c.tenants.Get(name)
 	if !ok {
 		return nil, false
 	}
 	m, err := meta.Accessor(obj)
 	return m, err == nil
+}
+
+func (c *caches) Namespaces(t *tenancyv1alpha1.Tenant) []*metav1.PartialObjectMetadata {
+	return c.namespaces.Of(t)
 }
 
 // region: managed
@@ -320,7 +298,7 @@ type child struct {
 	name string
 }
 
-// children are the kinds the child controllers watch.
+// children are the kinds the Tenant controller owns.
 var children = []child{
 	{tenant.KindNamespace, corev1.SchemeGroupVersion.WithResource("namespaces"), ""},
 	{tenant.KindResourceQuota, corev1.SchemeGroupVersion.WithResource("resourcequotas"), tenant.QuotaName},
@@ -331,18 +309,30 @@ var children = []child{
 
 // managed returns a retriever of the metadata of c's objects in every
 // namespace, selected on the API server by selectors: only those can
-// reach the cache.
-func managed(md metadata.Interface, c child) controller.Retriever {
+// reach the cache, slimmed first. seen, if not nil, records them.
+func managed(md metadata.Interface, c child, seen *ChildObjects) controller.Retriever {
 	label, field := selectors(c)
 	res := md.Resource(c.resource).Namespace("") // every namespace
 	return controller.NewRetriever(
 		func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
 			opts.LabelSelector, opts.FieldSelector = label, field
-			return res.List(ctx, opts)
+			list, err := res.List(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			for i := range list.Items {
+				list.Items[i] = *slim(&list.Items[i])
+			}
+			seen.listed(c.kind, list.Items)
+			return list, nil
 		},
 		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.LabelSelector, opts.FieldSelector = label, field
-			return res.Watch(ctx, opts)
+			w, err := res.Watch(ctx, opts)
+			if err != nil {
+				return nil, err
+			}
+			return newSlimWatch(w, func(ev watch.Event) { seen.watched(c.kind, ev) }), nil
 		})
 }
 
