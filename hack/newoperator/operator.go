@@ -29,9 +29,7 @@ $Kind at a time. Each owned kind is a source of that controller
 or workers, whose changes and deletions queue the child's $Kind in the
 controller's one queue, with no API call, so that a child edited or deleted
 by hand is made right again. The sources list and watch only the metadata
-of the objects labelled as managed by this operator, one source per kind
-and namespace (the operator may list children in ` + childWhere(op) + `), and
-never resync (the $Kind controller does). The $Kind controller starts
+of the objects labelled as managed by this operator, ` + sourcesWhere(op) + `, and never resync (the $Kind controller does). The $Kind controller starts
 handling once every source has synced.`
 	}
 
@@ -218,10 +216,6 @@ func Run(ctx context.Context, cfg Config) error {
 `)
 	sourcesField := "" // the primary controller's Config.Sources, if any
 	if len(op.Owns) > 0 {
-		namespaces := "cfg.ServedNamespaces"
-		if op.Cluster {
-			namespaces = "[]string{cfg.ChildNamespace}"
-		}
 		f.code(`
 	// The sources read only names, owners and labels: they cache metadata
 	// only, a fraction of each object.
@@ -238,16 +232,26 @@ func Run(ctx context.Context, cfg Config) error {
 		f.code(`	}
 	// Every owned kind is a source of the $Kind controller: a cache whose
 	// changes and deletions queue the child's $Kind (its controller owner
-	// reference names it) in the controller's one queue. The operator may
-	// list children in ` + childWhere(op) + `: one source per kind
-	// and namespace.
-	sources := make([]controller.Source, 0, len(children)*len(` + namespaces + `))
-	for _, ns := range ` + namespaces + ` {
+	// reference names it) in the controller's one queue.
+`)
+		if op.Cluster {
+			f.code(`	// The operator may list children in their namespace only.
+	sources := make([]controller.Source, 0, len(children))
+	for _, child := range children {
+		sources = append(sources, controller.Owns[*metav1.PartialObjectMetadata](managed(md, child, cfg.ChildNamespace)))
+	}
+`)
+		} else {
+			f.code(`	// The operator may list children in the served namespaces only: one
+	// source per kind and namespace.
+	sources := make([]controller.Source, 0, len(children)*len(cfg.ServedNamespaces))
+	for _, ns := range cfg.ServedNamespaces {
 		for _, child := range children {
 			sources = append(sources, controller.Owns[*metav1.PartialObjectMetadata](managed(md, child, ns)))
 		}
 	}
 `)
+		}
 		sourcesField = "\t\tSources:         sources,\n"
 	}
 	f.code(`
@@ -334,12 +338,13 @@ func managed(md metadata.Interface, resource schema.GroupVersionResource, namesp
 	return f
 }
 
-// childWhere says where the sources watch the children.
-func childWhere(op operator) string {
+// sourcesWhere says where the sources watch the children, for the package
+// doc.
+func sourcesWhere(op operator) string {
 	if op.Cluster {
-		return "the children's namespace only"
+		return "one source per kind, in the children's namespace (the operator may list them there only)"
 	}
-	return "the served namespaces only"
+	return "one source per kind and served namespace (the operator may list children there only)"
 }
 
 // childDefault declares DefaultChildNamespace, for a cluster-scoped kind
