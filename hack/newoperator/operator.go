@@ -229,21 +229,23 @@ func Run(ctx context.Context, cfg Config) error {
 		for _, k := range op.Owns {
 			f.printf("\t\t%s.WithResource(%q),\n", k.groupVersion(), k.Resource)
 		}
-		f.code(`	}
-	// Every owned kind is a source of the $Kind controller: a cache whose
-	// changes and deletions queue the child's $Kind (its controller owner
-	// reference names it) in the controller's one queue.
-`)
+		f.code("\t}\n")
 		if op.Cluster {
-			f.code(`	// The operator may list children in their namespace only.
+			f.code(`	// Every owned kind is a source of the $Kind controller: a cache whose
+	// changes and deletions queue the child's $Kind (its controller owner
+	// reference names it) in the controller's one queue. One source per
+	// kind, in the children's namespace: the operator may list them there
+	// only.
 	sources := make([]controller.Source, 0, len(children))
 	for _, child := range children {
 		sources = append(sources, controller.Owns[*metav1.PartialObjectMetadata](managed(md, child, cfg.ChildNamespace)))
 	}
 `)
 		} else {
-			f.code(`	// The operator may list children in the served namespaces only: one
-	// source per kind and namespace.
+			f.code(`	// Every owned kind is a source of the $Kind controller: a cache whose
+	// changes and deletions queue the child's $Kind (its controller owner
+	// reference names it) in the controller's one queue. One source per
+	// kind and served namespace: the operator may list children there only.
 	sources := make([]controller.Source, 0, len(children)*len(cfg.ServedNamespaces))
 	for _, ns := range cfg.ServedNamespaces {
 		for _, child := range children {
