@@ -14,10 +14,10 @@ runs in the $Kind controller's workers, one worker per $Kind at a time.
 
 So far a $Kind asks for nothing but its status. Make objects from it here:
 a child object gets an owner reference (owner.SetController) so that the
-garbage collector deletes it with the $Kind, and a controller of the
-child's kind whose handler is owner.EnqueueOwner (internal/operator) so that
-a child changed by hand is seen at once. make new-operator with -owns
-writes both for you.`
+garbage collector deletes it with the $Kind, and the $Kind controller a
+source of the child's kind (controller.Owns in its Config.Sources,
+internal/operator) so that a child changed or deleted by hand queues its
+$Kind at once. make new-operator with -owns writes both for you.`
 	} else {
 		f.doc = `Package handler is the $Name operator's domain logic: the $Kind
 controller's handler. It receives the latest state of a $Kind and makes the
@@ -28,10 +28,10 @@ is updated, leaving the fields the operator does not set alone. The $Kind's
 status then says whether everything is in place (the Ready condition) for
 which generation (observedGeneration).
 
-It runs only in the $Kind controller's workers, one worker per $Kind at a
-time; the controllers of the owned kinds only queue a changed or deleted
-child's $Kind there (owner.EnqueueOwner), so a child edited or deleted by
-hand is restored at once.
+It runs in the $Kind controller's workers, one worker per $Kind at a time,
+whichever kind changed: the owned kinds are sources of that controller
+(controller.Owns, internal/operator), whose changes and deletions queue the
+child's $Kind, so a child edited or deleted by hand is restored at once.
 
 There is no delete logic: every child has a controller owner reference to
 its $Kind, and the garbage collector deletes it with the $Kind. An object of
@@ -40,9 +40,9 @@ $Kind is not Ready, with reason Conflict, until it is gone.`
 	}
 
 	if len(op.Owns) > 0 {
-		f.code(`// Labels of every child: the child controllers watch only objects
-// labelled ManagedByLabel=ManagedBy; OwnerLabel names the $Kind, and selects
-// its pods.
+		f.code(`// Labels of every child: the $Kind controller's sources watch only
+// objects labelled ManagedByLabel=ManagedBy; OwnerLabel names the $Kind, and
+// selects its pods.
 const (
 	ManagedByLabel = "app.kubernetes.io/managed-by"
 	ManagedBy      = "kooper-$Name"

@@ -271,14 +271,14 @@ func (o operator) v() string {
 // A test renders every shape of operator and fails on one missing here.
 var generatedIdents = []string{
 	"a", "account", "app", "args", "change", "asked", "before", "began", "body", "burst", "c", "cancel", "cfg", "child", "children",
-	"client", "cluster", "conflicts", "controlled", "cr", "created", "crs", "ctrl", "ctrls", "ctx", "cur", "d",
+	"client", "cluster", "conflicts", "controlled", "cr", "created", "crs", "ctx", "cur", "d",
 	"defaults", "deleting", "demo", "denied", "deployment", "e", "ensure", "err", "errs", "ev", "events", "existing",
 	"failed", "file", "fs", "got", "groups", "h", "i", "k", "key", "kind", "kube", "kubeconfig", "kubectl", "l",
 	"labels", "list", "logger", "m", "managed", "md", "meta", "messages", "mine", "mount", "msg", "msgs", "n",
 	"name", "namespace", "needed", "now", "ns", "o", "obj", "object", "objs", "obs", "ok", "old", "opts",
 	"out", "p", "pod", "pods", "pprof", "primary", "ps", "qps", "ready", "reason", "reasons", "recorder", "ref",
-	"refs", "refused", "registry", "res", "resp", "resync", "run", "runnables", "runner", "s", "scheme", "secret",
-	"sel", "served", "service", "set", "srv", "st", "stderr", "stdout", "stop", "stored", "synced", "t", "tests", "theirs", "touched", "handlings", "spans", "tp",
+	"refs", "refused", "registry", "res", "resp", "resync", "run", "runner", "s", "scheme", "secret",
+	"sel", "served", "service", "set", "sources", "srv", "st", "stderr", "stdout", "stop", "stored", "t", "tests", "theirs", "touched", "handlings", "spans", "tp",
 	"tpl", "traced", "tt", "typed", "user", "v", "version", "want", "was", "what", "writer", "lease", "reviews",
 }
 

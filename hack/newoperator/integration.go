@@ -174,7 +174,32 @@ func Test$PluralEndToEnd(t *testing.T) {
 
 	if len(op.Owns) > 0 {
 		first := op.Owns[0]
+		// The operator's sources see a child's change and deletion: each
+		// queues the $Kind, whose handling restores the child.
 		f.printf(`
+	t.Run("a %[1]s changed by hand is restored within 10s", func(t *testing.T) {
+		typed := kube.%[2]s(%[3]s)
+		for {
+			cur, err := typed.Get(ctx, "demo", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cur.Labels[handler.OwnerLabel] = "changed-by-hand"
+			if _, err = typed.Update(ctx, cur, metav1.UpdateOptions{}); !apierrors.IsConflict(err) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+		}
+		began := time.Now()
+		e2etest.Eventually(t, 10*time.Second, "the %[1]s's label is restored", func() bool {
+			obj, err := typed.Get(ctx, "demo", metav1.GetOptions{})
+			return err == nil && obj.Labels[handler.OwnerLabel] == "demo"
+		})
+		t.Logf("%[1]s restored in %%s", time.Since(began).Round(time.Millisecond))
+	})
+
 	t.Run("a deleted %[1]s is made again within 10s", func(t *testing.T) {
 		typed := kube.%[2]s(%[3]s)
 		old, err := typed.Get(ctx, "demo", metav1.GetOptions{})

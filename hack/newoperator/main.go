@@ -27,8 +27,9 @@
 // label>/). The new operator builds, and its unit and integration tests
 // pass, as it comes: its handler creates and updates each object the kind
 // owns (-owns) with a controller owner reference, and writes the Ready
-// condition and observedGeneration; one controller per owned kind routes
-// changes to the owner (owner.EnqueueOwner).
+// condition and observedGeneration; each owned kind is a source of the
+// custom resource's controller (controller.Owns in its Config.Sources),
+// whose changes and deletions queue the owner.
 //
 // Everything is checked before anything is written: a name, group or kind
 // that would not be valid, an owned kind it does not know, or a directory,
@@ -87,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&in.Group, "group", "", "the API group of its custom resource, e.g. webapps.example.com; its first label names apis/<label> (required)")
 	fs.StringVar(&in.Kind, "kind", "", "the kind of its custom resource, UpperCamelCase, e.g. WebApp (required)")
 	fs.StringVar(&in.Scope, "scope", "", "Cluster or Namespaced: the custom resource's scope (required)")
-	fs.StringVar(&in.Owns, "owns", "", "comma-separated kinds the custom resource owns, each watched by a controller of its own: "+strings.Join(knownKindNames(), ", "))
+	fs.StringVar(&in.Owns, "owns", "", "comma-separated kinds the custom resource owns, each watched as a source of its controller: "+strings.Join(knownKindNames(), ", "))
 	root := fs.String("root", "", "the repository to write into (default: the one holding the working directory)")
 	rbacOnly := fs.String("rbac-only", "", "write only the operator's RBAC and admission policy (what manifests/rbac/<name> would hold) into this `directory`, to review them or apply them to a test cluster; the repository is not written")
 	if err := fs.Parse(args); err != nil {

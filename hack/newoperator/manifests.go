@@ -399,7 +399,7 @@ images:
               containerPort: 8080
             - name: https-metrics
               containerPort: 8443
-          # Ready when every controller's cache has synced, or while the
+          # Ready when the controller's caches have synced, or while the
           # replica stands by (leader election).
           readinessProbe:
             httpGet:

@@ -3,30 +3,34 @@ package main
 import "strings"
 
 // The operator's internal/operator: Config, and Run, which wires the
-// controllers, leader election, metrics and health endpoints.
+// controller and its sources, leader election, metrics and health
+// endpoints.
 
 func operatorGo(op operator) *goFile {
 	f := newGoFile(op, "operator")
-	f.doc = `Package operator wires the $Name operator: the $Kind controller and its
-handler (internal/handler)`
+	f.doc = `Package operator wires the $Name operator: the $Kind controller`
 	if len(op.Owns) > 0 {
-		f.doc += `, one controller per kind a $Kind owns
-(` + strings.Join(knownNames(op.Owns), ", ") + `)`
+		f.doc += `, with its
+handler (internal/handler) and a source for each kind a $Kind owns
+(` + strings.Join(knownNames(op.Owns), ", ") + `);`
+	} else {
+		f.doc += ` and its
+handler (internal/handler),`
 	}
-	f.doc += `, Events, metrics, health endpoints and leader
+	f.doc += ` Events, metrics, health endpoints and leader
 election. cmd/ turns flags into a Config and calls Run; the integration
 tests call Run the same way against a local control plane.`
 	if len(op.Owns) > 0 {
 		f.doc += `
 
-The domain logic runs only in the $Kind controller: one worker per $Kind at
-a time. Each child controller watches one kind with its own retriever and
-only routes: its handler, owner.EnqueueOwner, queues a changed or deleted
-child's $Kind in the $Kind controller, with no API call. The child
-controllers list and watch only the metadata of the objects labelled as
-managed by this operator, never resync (the $Kind controller does), and see
-deletions (controller.Config.HandleDeleted), so that a child deleted by hand
-is made again.`
+The domain logic runs in the $Kind controller's workers: one worker per
+$Kind at a time. Each owned kind is a source of that controller
+(controller.Owns, in its Config.Sources): a cache of its own, with no queue
+or workers, whose changes and deletions queue the child's $Kind in the
+controller's one queue, with no API call, so that a child edited or deleted
+by hand is made right again. The sources list and watch only the metadata
+of the objects labelled as managed by this operator, ` + sourcesWhere(op) + `, and never resync (the $Kind controller does). The $Kind controller starts
+handling once every source has synced.`
 	}
 
 	f.code(`// Defaults, shared with cmd/ and the manifests in manifests/$Name.
@@ -48,8 +52,8 @@ type Config struct {
 	// REST reaches the API server, with the QPS and burst to use. Required.
 	REST *rest.Config
 	// Name is the operator's name: the field manager of what it writes, the
-	// Events' source, the Lease's name, the controllers' name prefix.
-	// Default DefaultName.
+	// Events' source, the Lease's name, the controller's name. Default
+	// DefaultName.
 	Name string
 	// Namespace holds the Lease. Default DefaultNamespace.
 	Namespace string
@@ -85,7 +89,7 @@ type Config struct {
 	SecureMetricsAddr string
 	// EnableProfiling also serves /debug/pprof/ on HTTPAddr.
 	EnableProfiling bool
-	// DisableLeaderElection runs the controllers without holding the Lease:
+	// DisableLeaderElection runs the controller without holding the Lease:
 	// for a single replica only.
 	DisableLeaderElection bool
 	// TracerProvider, if set, traces each handling and the API calls it
@@ -163,7 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// Leader election and the metrics' reviews get clients with rate
 	// limiters of their own: a flood of tokens at /metrics, or the
-	// controllers' own bursts, never delay a Lease renewal.
+	// controller's own bursts, never delay a Lease renewal.
 	lease, err := kubernetes.NewForConfig(observe.OwnLimiter(obs.REST, observe.LeaseQPS, observe.LeaseBurst))
 	if err != nil {
 		return fmt.Errorf("could not create the Kubernetes client of leader election: %w", err)
@@ -182,7 +186,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	// Once the controllers have drained, write the Events still queued,
+	// Once the controller has drained, write the Events still queued,
 	// within a shutdown budget of their own.
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controller.DefaultShutdownTimeout)
@@ -209,12 +213,56 @@ func Run(ctx context.Context, cfg Config) error {
 	f.code(`		FieldManager: cfg.Name,
 		Events:       events,
 	}
+`)
+	sourcesField := "" // the primary controller's Config.Sources, if any
+	if len(op.Owns) > 0 {
+		f.code(`
+	// The sources read only names, owners and labels: they cache metadata
+	// only, a fraction of each object.
+	md, err := metadata.NewForConfig(obs.REST)
+	if err != nil {
+		return fmt.Errorf("could not create the metadata client: %w", err)
+	}
+	// The kinds a $Kind owns.
+	children := []schema.GroupVersionResource{
+`)
+		for _, k := range op.Owns {
+			f.printf("\t\t%s.WithResource(%q),\n", k.groupVersion(), k.Resource)
+		}
+		f.code("\t}\n")
+		if op.Cluster {
+			f.code(`	// Every owned kind is a source of the $Kind controller: a cache whose
+	// changes and deletions queue the child's $Kind (its controller owner
+	// reference names it) in the controller's one queue. One source per
+	// kind, in the children's namespace: the operator may list them there
+	// only.
+	sources := make([]controller.Source, 0, len(children))
+	for _, child := range children {
+		sources = append(sources, controller.Owns[*metav1.PartialObjectMetadata](managed(md, child, cfg.ChildNamespace)))
+	}
+`)
+		} else {
+			f.code(`	// Every owned kind is a source of the $Kind controller: a cache whose
+	// changes and deletions queue the child's $Kind (its controller owner
+	// reference names it) in the controller's one queue. One source per
+	// kind and served namespace: the operator may list children there only.
+	sources := make([]controller.Source, 0, len(children)*len(cfg.ServedNamespaces))
+	for _, ns := range cfg.ServedNamespaces {
+		for _, child := range children {
+			sources = append(sources, controller.Owns[*metav1.PartialObjectMetadata](managed(md, child, ns)))
+		}
+	}
+`)
+		}
+		sourcesField = "\t\tSources:         sources,\n"
+	}
+	f.code(`
 	crs := ` + list + `
 	primary, err := controller.New(controller.Config{
 		Name:            cfg.Name,
 		Handler:         controller.Chain(h.New(), traced...),
 		Retriever:       controller.NewRetriever(crs.List, crs.Watch),
-		ResyncInterval:  cfg.Resync,
+` + sourcesField + `		ResyncInterval:  cfg.Resync,
 		RetryMaxDelay:   retryMaxDelay,
 		MaxRetries:      maxRetries,
 		Logger:          cfg.Logger,
@@ -223,61 +271,11 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	ctrls := []*controller.Controller{primary}
 `)
-	if len(op.Owns) > 0 {
-		namespaces := "cfg.ServedNamespaces"
-		if op.Cluster {
-			namespaces = "[]string{cfg.ChildNamespace}"
-		}
-		f.code(`
-	// The child controllers read only names, owners and labels: they cache
-	// metadata only, a fraction of each object.
-	md, err := metadata.NewForConfig(obs.REST)
-	if err != nil {
-		return fmt.Errorf("could not create the metadata client: %w", err)
-	}
-	children := []struct {
-		kind     string
-		resource schema.GroupVersionResource
-	}{
-`)
-		for _, k := range op.Owns {
-			f.printf("\t\t{%q, %s.WithResource(%q)},\n", k.Kind, k.groupVersion(), k.Resource)
-		}
-		f.code(`	}
-	// Children in ` + childWhere(op) + `: a controller per kind and
-	// namespace, since the operator may list them there only.
-	for _, ns := range ` + namespaces + ` {
-		for _, child := range children {
-			ctrl, err := controller.New(controller.Config{
-				Name: cfg.Name + "-" + strings.ToLower(child.kind) + "-" + ns,
-				// Route the child to its $Kind: queue the $Kind's key in the
-				// $Kind controller (traced, if tracing).
-				Handler:         controller.Chain(owner.EnqueueOwner(primary, $Alias.Kind("$Kind")), traced...),
-				Retriever:       managed(md, child.resource, ns),
-				DisableResync:   true,
-				HandleDeleted:   true,
-				Logger:          cfg.Logger,
-				MetricsRecorder: recorder,
-			})
-			if err != nil {
-				return err
-			}
-			ctrls = append(ctrls, ctrl)
-		}
-	}
-`)
-	}
 	f.code(`
-	// The controllers run only while this replica holds the Lease, or at
+	// The controller runs only while this replica holds the Lease, or at
 	// once with leader election disabled (a single replica); a standby keeps
 	// its caches warm.
-	runnables := make([]leaderelection.Runnable, len(ctrls))
-	synced := make([]health.Synced, len(ctrls))
-	for i, c := range ctrls {
-		runnables[i], synced[i] = c, c
-	}
 	runner, err := leaderelection.New(leaderelection.Config{
 		Disabled:  cfg.DisableLeaderElection,
 		Name:      cfg.Name,
@@ -285,7 +283,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Client:    lease.CoordinationV1(),
 		Logger:    cfg.Logger,
 		Recorder:  recorder,
-	}, runnables...)
+	}, primary)
 	if err != nil {
 		return err
 	}
@@ -299,7 +297,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		srv, err := health.Start(health.Config{
 			Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling,
-			Ready: health.Readiness(runner, synced...), SecureMetrics: secureMetrics, Logger: cfg.Logger,
+			Ready: health.Readiness(runner, primary), SecureMetrics: secureMetrics, Logger: cfg.Logger,
 		})
 		if err != nil {
 			return err
@@ -308,8 +306,15 @@ func Run(ctx context.Context, cfg Config) error {
 		cfg.Logger.Info("serving metrics and health", "addr", srv.Addr(), "secureMetricsAddr", srv.SecureAddr())
 	}
 
-	cfg.Logger.Info("$Name operator starting", "controllers", len(ctrls), "leaderElection", !cfg.DisableLeaderElection)
-	return runner.Run(ctx)
+`)
+	if len(op.Owns) > 0 {
+		f.code(`	cfg.Logger.Info("$Name operator starting", "sources", len(sources), "leaderElection", !cfg.DisableLeaderElection)
+`)
+	} else {
+		f.code(`	cfg.Logger.Info("$Name operator starting", "leaderElection", !cfg.DisableLeaderElection)
+`)
+	}
+	f.code(`	return runner.Run(ctx)
 }
 `)
 	if len(op.Owns) > 0 {
@@ -335,12 +340,13 @@ func managed(md metadata.Interface, resource schema.GroupVersionResource, namesp
 	return f
 }
 
-// childWhere says where the child controllers watch.
-func childWhere(op operator) string {
+// sourcesWhere says where the sources watch the children, for the package
+// doc.
+func sourcesWhere(op operator) string {
 	if op.Cluster {
-		return "the children's namespace only"
+		return "one source per kind, in the children's namespace (the operator may list them there only)"
 	}
-	return "the served namespaces only"
+	return "one source per kind and served namespace (the operator may list children there only)"
 }
 
 // childDefault declares DefaultChildNamespace, for a cluster-scoped kind

@@ -38,9 +38,9 @@ type role struct {
 // default (DefaultServedNamespaces in its internal/operator).
 const servedNamespace = "default"
 
-// childVerbs are what the handler and the child controllers do with each
-// owned kind: get (ensure reads the child), list and watch (the child
-// controllers' caches), create and update.
+// childVerbs are what the handler and the controller's sources do with each
+// owned kind: get (ensure reads the child), list and watch (the sources'
+// caches), create and update.
 var childVerbs = []string{"get", "list", "watch", "create", "update"}
 
 // namespace is the operator's own namespace ($Namespace in templates): its
@@ -102,7 +102,7 @@ func (o operator) roles() []role {
 	children := o.childRules()
 	roles := []role{cluster, lease}
 	if len(children) > 0 {
-		children[0].comment = "Read (get), watched by the child controllers (list, watch, metadata\nonly), created and updated; never deleted: the garbage collector does it.\nchildren_policy.yaml lets the operator write only objects a $Kind\ncontrols."
+		children[0].comment = "Read (get), watched by the $Kind controller's sources (list, watch,\nmetadata only), created and updated; never deleted: the garbage\ncollector does it. children_policy.yaml lets the operator write only\nobjects a $Kind controls."
 		if o.Cluster {
 			roles = append(roles, role{
 				file: "children_role.yaml", kind: "Role", namespace: o.childNamespace(), name: "kooper-$Name-children", goVar: "neededForChildren",

@@ -76,21 +76,24 @@ func operatorREADME(op operator) string {
 		if op.servesNamespaces() {
 			per = "owned kind and served namespace"
 		}
-		p("| [`internal/operator`](internal/operator/operator.go) | a `$Kind` controller and one routing controller per %s, Events, metrics, health, leader election |\n", per)
+		p("| [`internal/operator`](internal/operator/operator.go) | the `$Kind` controller with a source per %s, Events, metrics, health, leader election |\n", per)
 		p("| [`internal/handler`](internal/handler/handler.go) | the `$Kind` handler: creates and updates each child ([`children.go`](internal/handler/children.go)), writes status |\n\n")
-		p("The domain logic runs only in the `$Kind` controller, one worker per `$Kind` at a time.\n")
-		p("Each owned kind has a controller of its own (`$Name-<kind>`) that watches only the metadata\n")
-		p("of the operator's children (a label selector), never resyncs, sees deletions, and only\n")
-		p("routes: its handler, [`owner.EnqueueOwner`](../../kooper/owner/doc.go), queues the child's\n")
-		p("`$Kind` in the `$Kind` controller. A child edited or deleted by hand is restored at once.\n")
+		p("The domain logic runs in the `$Kind` controller's workers, one worker per `$Kind` at a time.\n")
+		p("Each owned kind is a source of that controller ([`controller.Owns`](../../kooper/controller/owned.go),\n")
+		p("in its `Config.Sources`): a cache with no queue or workers of its own that watches only the\n")
+		p("metadata of the operator's children (a label selector) and never resyncs. A child's change\n")
+		p("or deletion queues its `$Kind`, named by its controller owner reference, in the controller's\n")
+		p("one queue: a child edited or deleted by hand is restored at once. The controller starts\n")
+		p("handling once every source has synced.\n")
 		p("Children are written with create and update: only the fields the operator sets are\n")
 		p("compared and written, so the API server's defaults and other writers' fields stay.\n\n")
 	} else {
 		p("| [`internal/operator`](internal/operator/operator.go) | the `$Kind` controller, Events, metrics, health, leader election |\n")
 		p("| [`internal/handler`](internal/handler/handler.go) | the `$Kind` handler: writes status; make the world match the spec here |\n\n")
-		p("To make objects from a `$Kind`, give each an owner reference (`owner.SetController`) and\n")
-		p("a controller of its kind whose handler is [`owner.EnqueueOwner`](../../kooper/owner/doc.go);\n")
-		p("`make new-operator` with `OWNS=` writes both, as an example to copy from.\n\n")
+		p("To make objects from a `$Kind`, give each an owner reference (`owner.SetController`), and\n")
+		p("the `$Kind` controller a source of its kind ([`controller.Owns`](../../kooper/controller/owned.go),\n")
+		p("in `Config.Sources`) so that its changes and deletions queue the `$Kind`; `make new-operator`\n")
+		p("with `OWNS=` writes both, as an example to copy from.\n\n")
 	}
 
 	p("## Flags\n\n| flag | default | |\n|---|---|---|\n")
@@ -142,7 +145,7 @@ func operatorREADME(op operator) string {
 	p("- [`integration/`](integration/) on the local control plane, the operator running as its\n")
 	p("  ServiceAccount with leader election: a `$Kind` becomes Ready")
 	if len(op.Owns) > 0 {
-		p(" with its children, a deleted\n  child is made again")
+		p(" with its children, a child\n  changed by hand is restored and a deleted one made again")
 	}
 	p(", a spec change is Ready for its generation, a handling that finds everything in place\n")
 	p("  makes no write (checked from its trace), an Event is recorded, `/readyz` and the metrics\n")
