@@ -15,7 +15,7 @@ runs in the $Kind controller's workers, one worker per $Kind at a time.
 So far a $Kind asks for nothing but its status. Make objects from it here:
 a child object gets an owner reference (owner.SetController) so that the
 garbage collector deletes it with the $Kind, and the $Kind controller a
-source of the child's kind (controller.Owns in its Config.Sources,
+source of the child's kind (controller.Owns, given to controller.New,
 internal/operator) so that a child changed or deleted by hand queues its
 $Kind at once. make new-operator with -owns writes both for you.`
 	} else {

@@ -28,7 +28,7 @@
 // pass, as it comes: its handler creates and updates each object the kind
 // owns (-owns) with a controller owner reference, and writes the Ready
 // condition and observedGeneration; each owned kind is a source of the
-// custom resource's controller (controller.Owns in its Config.Sources),
+// custom resource's controller (controller.Owns, given to controller.New),
 // whose changes and deletions queue the owner.
 //
 // Everything is checked before anything is written: a name, group or kind

@@ -25,7 +25,7 @@ tests call Run the same way against a local control plane.`
 
 The domain logic runs in the $Kind controller's workers: one worker per
 $Kind at a time. Each owned kind is a source of that controller
-(controller.Owns, in its Config.Sources): a cache of its own, with no queue
+(controller.Owns, given to controller.New): a cache of its own, with no queue
 or workers, whose changes and deletions queue the child's $Kind in the
 controller's one queue, with no API call, so that a child edited or deleted
 by hand is made right again. The sources list and watch only the metadata
@@ -214,7 +214,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Events:       events,
 	}
 `)
-	sourcesField := "" // the primary controller's Config.Sources, if any
+	sourcesArg := "" // the primary controller's sources, if any (controller.New)
 	if len(op.Owns) > 0 {
 		f.code(`
 	// The sources read only names, owners and labels: they cache metadata
@@ -254,7 +254,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 `)
 		}
-		sourcesField = "\t\tSources:         sources,\n"
+		sourcesArg = ", sources..."
 	}
 	f.code(`
 	crs := ` + list + `
@@ -262,12 +262,12 @@ func Run(ctx context.Context, cfg Config) error {
 		Name:            cfg.Name,
 		Handler:         controller.Chain(h.New(), traced...),
 		Retriever:       controller.NewRetriever(crs.List, crs.Watch),
-` + sourcesField + `		ResyncInterval:  cfg.Resync,
+		ResyncInterval:  cfg.Resync,
 		RetryMaxDelay:   retryMaxDelay,
 		MaxRetries:      maxRetries,
 		Logger:          cfg.Logger,
 		MetricsRecorder: recorder,
-	})
+	}` + sourcesArg + `)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,7 @@ func operatorREADME(op operator) string {
 		p("| [`internal/handler`](internal/handler/handler.go) | the `$Kind` handler: creates and updates each child ([`children.go`](internal/handler/children.go)), writes status |\n\n")
 		p("The domain logic runs in the `$Kind` controller's workers, one worker per `$Kind` at a time.\n")
 		p("Each owned kind is a source of that controller ([`controller.Owns`](../../kooper/controller/owned.go),\n")
-		p("in its `Config.Sources`): a cache with no queue or workers of its own that watches only the\n")
+		p("given to `controller.New`): a cache with no queue or workers of its own that watches only the\n")
 		p("metadata of the operator's children (a label selector) and never resyncs. A child's change\n")
 		p("or deletion queues its `$Kind`, named by its controller owner reference, in the controller's\n")
 		p("one queue: a child edited or deleted by hand is restored at once. The controller starts\n")
@@ -92,7 +92,7 @@ func operatorREADME(op operator) string {
 		p("| [`internal/handler`](internal/handler/handler.go) | the `$Kind` handler: writes status; make the world match the spec here |\n\n")
 		p("To make objects from a `$Kind`, give each an owner reference (`owner.SetController`), and\n")
 		p("the `$Kind` controller a source of its kind ([`controller.Owns`](../../kooper/controller/owned.go),\n")
-		p("in `Config.Sources`) so that its changes and deletions queue the `$Kind`; `make new-operator`\n")
+		p("given to `controller.New`) so that its changes and deletions queue the `$Kind`; `make new-operator`\n")
 		p("with `OWNS=` writes both, as an example to copy from.\n\n")
 	}
 
