@@ -46,7 +46,7 @@ func ensure[T object](ctx context.Context, h *Handler, kind string, $v *$Alias.$
 	case err != nil:
 		return false, fmt.Errorf("could not read %s %s: %w", kind, name, err)
 	}
-	if ref := owner.ControllerOf(got); ref == nil || ref.UID != $v.UID {
+	if ref := metav1.GetControllerOfNoCopy(got); ref == nil || ref.UID != $v.UID {
 		return false, fmt.Errorf("%s %s: %w: delete it, or rename the $Kind", kind, name, errConflict)
 	}
 	// got came from the API server for this call: it is ours to change.

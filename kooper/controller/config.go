@@ -105,15 +105,6 @@ type Config struct {
 	// handling starts as objects enter the cache. Default false: handling
 	// starts once the cache is complete.
 	HandleDuringSync bool
-	// HandleDeleted also calls the handler once for each object deleted
-	// from the cache, with a *Deleted holding its last known state. It is
-	// for controllers of child objects, whose handler only routes: a
-	// deleted child's owner reference is in that last state, and
-	// owner.EnqueueOwner reads it there to queue the live owner, which
-	// re-creates the child. A primary handler needs no delete event
-	// (finalizers and owner references clean up) and keeps the default,
-	// false.
-	HandleDeleted bool
 
 	// Logger receives the controller's logs. Default log.Noop.
 	Logger log.Logger

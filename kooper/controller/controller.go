@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"runtime/debug"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,9 +36,6 @@ type Controller struct {
 	cache atomic.Pointer[objectsRef]
 	// shards is RunSharded's share of the objects; nil otherwise.
 	shards atomic.Pointer[Shards]
-	// deleted holds the last state of deleted objects until their key is
-	// handled, with Config.HandleDeleted.
-	deleted sync.Map
 	// retrieve keeps, counts and logs the failed lists and watches.
 	retrieve *retrieveErrors
 	// validity bounds the right to handle (SetValidUntil).
@@ -162,8 +158,8 @@ func (c *Controller) List() ([]runtime.Object, bool) {
 // cluster-scoped object) from the controller's cache, as the handler would
 // get it, and true; or nil and false when the cache does not hold it, before
 // the cache has synced and after Run has returned. The object is the cache's
-// own: read it, never modify it. A child controller's handler reads its
-// owner this way (owner.EnqueueOwner), with no call to the API server.
+// own: read it, never modify it. A source (Owns) finds a child's owner
+// this way, with no call to the API server.
 func (c *Controller) Get(key string) (runtime.Object, bool) {
 	ref := c.cache.Load()
 	if ref == nil {
@@ -180,10 +176,9 @@ func (c *Controller) Get(key string) (runtime.Object, bool) {
 // Enqueue queues key (namespace/name, or name for a cluster-scoped object)
 // to be handled as if its object had changed: the handler gets the
 // object's latest state from the cache, and a key already waiting in the
-// queue is handled once. This is how a child controller has its owner
-// handled (see owner.EnqueueOwner): the owner's handler then runs only in
-// this controller's workers, never in two at once, whichever kind's change
-// caused it. Enqueue never blocks. Keys enqueued before Run has started,
+// queue is handled once. This is how a source (Owns, Watches) has an
+// owner handled: the owner's handler then runs only in this controller's
+// workers, never in two at once, whichever kind's change caused it. Enqueue never blocks. Keys enqueued before Run has started,
 // while a warm standby waits to lead (RunWarm), or after Run has returned
 // are dropped: the initial list, or the takeover, queues every object
 // anyway. A key whose object the cache does not hold when a worker takes it
@@ -349,10 +344,10 @@ func (c *Controller) newQueue() *workQueue {
 }
 
 // events is what the cache tells the controller: every added or updated
-// object's key is queued. There is no delete event by default: a deleted
-// object has no state left to handle; finalizers and owner references do
-// the cleaning (see the package doc). Controllers of children opt in
-// (Config.HandleDeleted) to route a deleted child to its owner.
+// object's key is queued. There is no delete event: a deleted object has
+// no state left to handle; finalizers and owner references do the
+// cleaning, and a deleted child queues its owner through a source (see the
+// package doc).
 func (c *Controller) events() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
@@ -368,11 +363,6 @@ func (c *Controller) events() cache.ResourceEventHandler {
 				source = SourceResync
 			}
 			c.enqueue(obj, source)
-		},
-		DeleteFunc: func(obj any) {
-			if c.cfg.HandleDeleted {
-				c.enqueueDeleted(obj)
-			}
 		},
 	}
 }
@@ -394,24 +384,6 @@ func (c *Controller) enqueue(obj any, source string) {
 		return
 	}
 	c.add(key, source)
-}
-
-// enqueueDeleted remembers a deleted object's last state and queues its key.
-func (c *Controller) enqueueDeleted(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	ro, ok := obj.(runtime.Object)
-	if !ok {
-		return
-	}
-	key, err := cache.MetaNamespaceKeyFunc(obj)
-	if err != nil {
-		c.log.Warn("could not compute an object key", log.KeyErr, err)
-		return
-	}
-	c.deleted.Store(key, &Deleted{Object: ro})
-	c.add(key, SourceChange)
 }
 
 // add queues key, counted under source, while Run's queue runs. Keys from
@@ -453,21 +425,6 @@ func (c *Controller) retryLater(queue *workQueue, key string) {
 // handler, and decide what happens to the key next.
 func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src objects, queue *workQueue) {
 	item, exists, err := src.get(key)
-	var tomb any
-	switch {
-	case exists:
-		c.deleted.Delete(key) // deleted and created again: handle the new one
-	case c.cfg.HandleDeleted:
-		if tomb, exists = c.deleted.Load(key); exists {
-			item = tomb
-			// Forgotten once handled, kept while it is retried.
-			defer func() {
-				if queue.NumRequeues(key) == 0 {
-					c.deleted.CompareAndDelete(key, tomb)
-				}
-			}()
-		}
-	}
 	if err != nil || !exists {
 		// Deleted since it was queued: nothing to handle.
 		queue.Forget(key)

@@ -768,57 +768,8 @@ func TestListReturnsTheCacheOnlyWhileRunningAndSynced(t *testing.T) {
 	}
 }
 
-func TestHandleDeletedHandsTheLastStateOfADeletedObject(t *testing.T) {
-	for _, m := range modes {
-		t.Run(m.name, func(t *testing.T) {
-			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, m.opts)
-			stored := mustAdd(t, src, pod("a"))
-			var (
-				mu    sync.Mutex
-				calls []string
-			)
-			h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
-				mu.Lock()
-				defer mu.Unlock()
-				d, deleted := obj.(*controller.Deleted)
-				switch {
-				case deleted:
-					p := d.Object.(*corev1.Pod)
-					calls = append(calls, "deleted "+p.Name)
-					if len(calls) == 2 {
-						return errors.New("fail once: the deleted state must be kept for the retry")
-					}
-				default:
-					calls = append(calls, "live "+obj.(*corev1.Pod).Name)
-				}
-				return nil
-			})
-			got := func() []string {
-				mu.Lock()
-				defer mu.Unlock()
-				return slices.Clone(calls)
-			}
-			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true, HandleDeleted: true,
-				RetryBaseDelay: time.Millisecond})
-			eventually(t, "the live pod is handled", func() bool { return len(got()) == 1 })
-			if err := src.Delete(stored); err != nil {
-				t.Fatal(err)
-			}
-			want := []string{"live a", "deleted a", "deleted a"}
-			eventually(t, "the deletion is handled and retried", func() bool { return len(got()) == len(want) })
-			settle()
-			if !slices.Equal(got(), want) {
-				t.Errorf("got calls %v, want %v", got(), want)
-			}
-			if err := stop(); err != nil {
-				t.Errorf("got Run error %v, want nil", err)
-			}
-		})
-	}
-}
-
-func TestWithoutHandleDeletedADeletionIsNotHandled(t *testing.T) {
+// A deleted object is not handled: there is no delete event.
+func TestADeletionIsNotHandled(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
 	stored := mustAdd(t, src, pod("a"))

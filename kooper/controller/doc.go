@@ -49,16 +49,6 @@
 // /readyz), the log has it at Error (a lasting failure once per five
 // minutes), and MetricsRecorder.IncRetrieveError counts it by kind.
 //
-// # Several resource types
-//
-// A controller watches one type. An operator that manages several types
-// runs one controller per type. The domain logic runs only in the owner's
-// controller; the controllers of child types only route: their handler,
-// owner.EnqueueOwner, queues each child's owner in the owner's controller
-// ([Controller.Enqueue]). One object is then never handled by two workers
-// at once, across kinds too, and the child controllers make no API call.
-// Owned kinds (next) do the same with one controller.
-//
 // # Owned kinds
 //
 // A controller can watch kinds besides its own as sources of its own keys

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Handler is the domain logic of a controller.
@@ -43,24 +42,4 @@ func Chain(h Handler, mws ...Middleware) Handler {
 		h = mws[i](h)
 	}
 	return h
-}
-
-// Deleted is what a handler receives for a deleted object when
-// Config.HandleDeleted is set: the object's last known state, which may be
-// older than its state at deletion (the watch can miss the last change). It
-// is a distinct type so that a deleted object is never mistaken for a live
-// one: a TypedHandler refuses it as a Terminal error.
-type Deleted struct {
-	// Object is the last state the cache held.
-	Object runtime.Object
-}
-
-var _ runtime.Object = (*Deleted)(nil)
-
-// GetObjectKind returns the deleted object's kind.
-func (d *Deleted) GetObjectKind() schema.ObjectKind { return d.Object.GetObjectKind() }
-
-// DeepCopyObject copies the Deleted and its object.
-func (d *Deleted) DeepCopyObject() runtime.Object {
-	return &Deleted{Object: d.Object.DeepCopyObject()}
 }

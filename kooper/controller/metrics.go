@@ -42,8 +42,7 @@ const (
 	// SourceInitial is an object of the cache's initial list (or, for a
 	// controller joining a running shared cache, an object already in it).
 	SourceInitial = "initial"
-	// SourceChange is a change the watch saw: an object added, updated, or
-	// deleted (with Config.HandleDeleted).
+	// SourceChange is a change the watch saw: an object added or updated.
 	SourceChange = "change"
 	// SourceResync is a resync: an unchanged object handled again
 	// (Config.ResyncInterval), or one the cache listed again unchanged.

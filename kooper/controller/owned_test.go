@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -627,6 +628,123 @@ func TestRunShardedQueuesOnlyTheOwnersOfAcquiredSlots(t *testing.T) {
 	if n := rec.get("queued " + controller.SourceEnqueue); n != 1 {
 		t.Errorf("got %d keys queued by children, want 1", n)
 	}
+}
+
+// With the owner's controller sharded over two replicas, each with its own
+// source of the children, a child's change queues its owner only in the
+// replica whose slots hold it: each owner is handled by one replica only,
+// never twice at once, and its last state is handled.
+func TestChildrenFollowTheirOwnersShard(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const owners, slots = 24, 4
+	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
+	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	all := make([]*corev1.ConfigMap, owners)
+	for i := range owners {
+		name := fmt.Sprintf("web-%d", i)
+		all[i] = ownerCM(name, uidInSlot(t, name, i%slots, slots))
+		mustAdd(t, cms, all[i])
+		mustAdd(t, secrets, childOf(name+"-a", all[i]))
+	}
+
+	var (
+		mu       sync.Mutex
+		by       = map[string]map[string]bool{} // owner → replicas
+		inFlight = map[string]bool{}
+		last     = map[string]string{} // owner → resourceVersion last handled
+		overlaps int
+	)
+	handler := func(replica string) controller.Handler {
+		return controller.HandlerFunc(func(_ context.Context, obj kruntime.Object) error {
+			cm := obj.(*corev1.ConfigMap)
+			mu.Lock()
+			if inFlight[cm.Name] {
+				overlaps++
+			}
+			inFlight[cm.Name] = true
+			if by[cm.Name] == nil {
+				by[cm.Name] = map[string]bool{}
+			}
+			by[cm.Name][replica] = true
+			mu.Unlock()
+			time.Sleep(time.Duration(rand.IntN(2)) * time.Millisecond)
+			mu.Lock()
+			inFlight[cm.Name] = false
+			last[cm.Name] = cm.ResourceVersion
+			mu.Unlock()
+			return nil
+		})
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	shards := map[string]*controller.Shards{}
+	for r, mine := range map[string][]int{"a": {0, 1}, "b": {2, 3}} {
+		s, err := controller.NewShards(slots, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, slot := range mine {
+			if err := s.Acquire(slot); err != nil {
+				t.Fatal(err)
+			}
+		}
+		shards[r] = s
+		c, err := controller.New(controller.Config{Name: "owners-" + r, Handler: handler(r), Retriever: cms,
+			ConcurrentWorkers: 4, DisableResync: true}, controller.Owns[*corev1.Secret](secrets))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			if err := c.RunSharded(ctx, s); err != nil {
+				t.Errorf("RunSharded: %v", err)
+			}
+		})
+	}
+	defer func() { cancel(); wg.Wait() }()
+
+	// The children change, many times: only they do.
+	for round := range 20 {
+		for i := range owners {
+			s := childOf(fmt.Sprintf("web-%d-a", i), all[i])
+			s.Labels = map[string]string{"round": strconv.Itoa(round)}
+			mustUpdate(t, secrets, s)
+		}
+	}
+	eventually(t, "every owner is handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(last) == owners
+	})
+	// An owner changed once the children's storm is over has that state
+	// handled, by the replica that holds it.
+	changed := all[5].DeepCopy()
+	changed.Labels = map[string]string{"changed": "yes"}
+	rv := mustUpdate(t, cms, changed).(*corev1.ConfigMap).ResourceVersion
+	eventually(t, "the owner's last state is handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return last[changed.Name] == rv
+	})
+
+	mu.Lock()
+	defer mu.Unlock()
+	perReplica := map[string]int{}
+	for _, o := range all {
+		want := ""
+		for r, s := range shards {
+			if s.Owns(o.UID) {
+				want = r
+			}
+		}
+		if len(by[o.Name]) != 1 || !by[o.Name][want] {
+			t.Errorf("%s (slot %d) handled by %v, want %s only", o.Name, controller.SlotOf(o.UID, slots), by[o.Name], want)
+		}
+		perReplica[want]++
+	}
+	if overlaps != 0 {
+		t.Errorf("got %d overlapping handlings of an owner", overlaps)
+	}
+	t.Logf("owners per replica %v", perReplica)
 }
 
 // New refuses a source it cannot run.

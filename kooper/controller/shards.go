@@ -113,8 +113,7 @@ func (s *Shards) Acquired() []int {
 }
 
 // Owns reports whether the object with this UID is in an acquired slot.
-// A child controller may skip routing to an owner that is not this
-// replica's (the owner's controller would drop the key anyway).
+// A handler may use it to skip what another replica's share holds.
 func (s *Shards) Owns(uid types.UID) bool {
 	return s.acquiredSlot(SlotOf(uid, s.count))
 }
@@ -324,9 +323,6 @@ func (s *Shards) setCache(slot int, c *slotCache) bool {
 func (s *Shards) slotOf(obj any) (int, bool) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
-	}
-	if d, ok := obj.(*Deleted); ok {
-		obj = d.Object
 	}
 	m, err := meta.Accessor(obj)
 	if err != nil || m.GetUID() == "" {

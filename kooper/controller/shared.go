@@ -31,8 +31,8 @@ type SharedConfig struct {
 // Shared is a Retriever whose cache is shared by every controller given it
 // as Config.Retriever: one watch on the API server and one copy of each
 // object in memory, instead of one per controller. Each controller still
-// has its own queue, workers, handler, resync interval, retries and
-// HandleDeleted, and is started and stopped on its own.
+// has its own queue, workers, handler, resync interval and retries, and is
+// started and stopped on its own.
 //
 // The cache runs while at least one of its controllers runs: the first Run
 // starts it, and a controller started later begins by handling every

@@ -130,44 +130,6 @@ func TestAControllerJoiningASharedCacheLateHandlesWhatIsCachedAndItStartsAgainAf
 	}
 }
 
-func TestControllersSharingACacheKeepTheirOwnDeleteHandling(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
-	stored := mustAdd(t, src, pod("p1"))
-	shared, err := controller.NewShared(controller.SharedConfig{Retriever: src})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var deletedSeen []string
-	deletes := &recorder{}
-	withDeletes := controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
-		if d, ok := obj.(*controller.Deleted); ok {
-			deletes.mu.Lock()
-			deletedSeen = append(deletedSeen, d.Object.(*corev1.Pod).Name)
-			deletes.mu.Unlock()
-			return nil
-		}
-		return deletes.Handle(ctx, obj)
-	})
-	plain := &recorder{}
-	stopChildren := start(t, controller.Config{Name: "children", Handler: withDeletes, Retriever: shared, HandleDeleted: true, DisableResync: true})
-	stopPlain := start(t, controller.Config{Name: "plain", Handler: plain, Retriever: shared, DisableResync: true})
-	eventually(t, "both handle p1", func() bool { return deletes.countOf("p1") == 1 && plain.countOf("p1") == 1 })
-	if err := src.Delete(stored); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "the HandleDeleted controller gets the deletion", func() bool {
-		deletes.mu.Lock()
-		defer deletes.mu.Unlock()
-		return len(deletedSeen) == 1 && deletedSeen[0] == "p1"
-	})
-	settle()
-	if n := plain.countOf("p1"); n != 1 {
-		t.Errorf("the controller without HandleDeleted was called %d times for p1, want 1", n)
-	}
-	_, _ = stopChildren(), stopPlain()
-}
-
 func TestASharedCacheAppliesItsTransformAndDropsManagedFields(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})

@@ -1,5 +1,4 @@
-// Package owner sets controller owner references and routes changes of
-// owned objects into their owner's queue.
+// Package owner sets controller owner references.
 //
 // # Owner references instead of cleanup code
 //
@@ -32,36 +31,18 @@
 // # Watching children
 //
 // To react when someone edits or deletes a child (scales the Deployment by
-// hand, deletes the Service), run a second controller on the child type
-// whose handler is [EnqueueOwner]: it reads each child's controller
-// reference and queues the owner's key in the owner's controller, which
-// handles it.
+// hand, deletes the Service), give the owner's controller a source of the
+// child's kind, controller.Owns: each change of a child, its deletion
+// included, queues its owner's key in the owner's controller, whose
+// handler reads the children from the source's cache (Watched.Of).
 //
+//	deployments := controller.Owns[*appsv1.Deployment](deploymentRetriever)
 //	foos, err := controller.New(controller.Config{
 //		Name: "foo", Handler: h, Retriever: fooRetriever,
-//	})
-//	...
-//	deployments, err := controller.New(controller.Config{
-//		Name:          "foo-deployments",
-//		Handler:       owner.EnqueueOwner(foos, fooGroupKind),
-//		Retriever:     deploymentRetriever,
-//		HandleDeleted: true,
-//		DisableResync: true,
-//	})
+//	}, deployments)
 //
-// The owner's domain logic runs only in the owner's controller. Its queue
-// holds each key once and gives it to one worker at a time, so one owner is
-// never handled by two workers at once, whichever kind changed, and a burst
-// of child changes while the owner waits in the queue is one handling. The
-// child controller makes no API call: it reads the child's metadata (a
-// metadata-only Retriever is enough) and the owner from the owner
-// controller's cache.
-//
-// A child without a controller reference to the owner kind is ignored, and
-// so is one whose owner is gone or was re-created with the same name (a
-// different UID is a different object): the garbage collector removes such
-// children. A child's deletion is seen when the child controller sets
-// controller.Config.HandleDeleted: the deleted child's last state reaches
-// EnqueueOwner as a *controller.Deleted, and its owner, still alive, is
-// handled and re-creates it.
+// A child without a controller reference to one of the controller's
+// objects is ignored, and so is one whose owner is gone or was re-created
+// with the same name (a different UID is a different object): the garbage
+// collector removes such children.
 package owner

@@ -56,12 +56,6 @@ func SetController(owner, obj metav1.Object, gvk schema.GroupVersionKind) error 
 	return nil
 }
 
-// ControllerOf returns a copy of obj's controller owner reference, or nil
-// when obj has no controller.
-func ControllerOf(obj metav1.Object) *metav1.OwnerReference {
-	return metav1.GetControllerOf(obj)
-}
-
 // key returns "namespace/name", or "name" for a cluster-scoped object.
 func key(obj metav1.Object) string {
 	if ns := obj.GetNamespace(); ns != "" {

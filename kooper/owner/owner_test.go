@@ -146,34 +146,3 @@ func TestSetControllerDoesNotChangeAnotherCopy(t *testing.T) {
 		t.Errorf("got owner references %+v, want %+v", got, want)
 	}
 }
-
-func TestControllerOf(t *testing.T) {
-	tests := []struct {
-		name string
-		refs []metav1.OwnerReference
-		want *metav1.OwnerReference
-	}{
-		{name: "an object without owners has no controller"},
-		{name: "an object with only plain owners has no controller", refs: []metav1.OwnerReference{{Kind: "ConfigMap", Name: "cfg"}}},
-		{
-			name: "the controller reference is found among others",
-			refs: []metav1.OwnerReference{{Kind: "ConfigMap", Name: "cfg"}, controllerRef("Deployment", "web", "web-uid")},
-			want: ptr.To(controllerRef("Deployment", "web", "web-uid")),
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			obj := &appsv1.ReplicaSet{ObjectMeta: meta("ns", "web-1", "", tt.refs...)}
-			got := owner.ControllerOf(obj)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("got %+v, want %+v", got, tt.want)
-			}
-			if got != nil {
-				got.Name = "changed"
-				if obj.OwnerReferences[1].Name != "web" {
-					t.Errorf("got object reference name %q after changing the result, want %q", obj.OwnerReferences[1].Name, "web")
-				}
-			}
-		})
-	}
-}

@@ -87,11 +87,10 @@
 //
 // # Owners and children
 //
-// Shard the owner's controller. Child controllers, which route a changed
-// child's owner into the owner's queue (owner.EnqueueOwner), run unsharded
-// next to it (New's others): a sharded controller drops a routed key whose
-// object is not in its slots, so the owner is handled where its slot is.
-// Each replica then caches the metadata of every child.
+// Shard the owner's controller; its sources (controller.Owns) are not
+// sharded: a child's change queues its owner only if the owner's slot is
+// this replica's, so the owner is handled where its slot is. Each replica
+// then caches the metadata of every child.
 //
 // Handlers must stay idempotent, as under leader election: a handling cut
 // off by a partition may still be running when its replica stops, until it

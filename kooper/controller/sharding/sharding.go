@@ -69,8 +69,7 @@ var (
 )
 
 // Runnable is what runs next to the sharded controllers in every replica,
-// unsharded: the child controllers that route keys to their owner's
-// sharded controller, for example.
+// unsharded: a controller of another kind, for example.
 type Runnable interface {
 	Run(ctx context.Context) error
 }

@@ -88,10 +88,10 @@ func ExampleRecorder_shared() {
 	// controller=pods success=true count=1 sum=0.03s
 }
 
-// Queued keys are counted by where they came from. A child controller that
-// routes a child's change to its owner queues the owner's key with
-// Controller.Enqueue: it is counted under the owner's controller, with
-// source "enqueue".
+// Queued keys are counted by where they came from. A source of a
+// controller (controller.Owns) queues an owner's key on a child's change
+// with Controller.Enqueue: it is counted under the owner's controller,
+// with source "enqueue".
 func ExampleRecorder_IncQueuedEvent() {
 	reg := prometheus.NewRegistry()
 	rec, err := kooperprom.New(reg, kooperprom.Options{})

@@ -60,7 +60,7 @@ const (
 	DefaultName      = "multi-resource"
 	DefaultNamespace = "kooper-multi-resource"
 	// DefaultResync is how often every Tenant is handled again anyway. The
-	// child controllers see drift as it happens; this is a safety net.
+	// child sources see drift as it happens; this is a safety net.
 	DefaultResync = 10 * time.Minute
 )
 
@@ -173,7 +173,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("could not create the Kubernetes client of the metrics' reviews: %w", err)
 	}
-	// The child controllers read only names, owners and resourceVersions:
+	// The child sources read only names, owners and resourceVersions:
 	// they cache metadata only, a fraction of each object.
 	md, err := metadata.NewForConfig(obs.REST)
 	if err != nil {
