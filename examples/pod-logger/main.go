@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	// region: controller
 	ctrl, err := controller.New(controller.Config{
 		Name:            "pod-logger",
-		Handler:         controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.Pod](logPod(stdout))),
+		Handler:         controller.Typed(logPod(stdout)),
 		Retriever:       pods,
 		Logger:          logger,
 		MetricsRecorder: recorder,

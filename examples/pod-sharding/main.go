@@ -99,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	ctrl, err := controller.New(controller.Config{
 		Name:      "pod-sharding",
 		Retriever: controller.NewRetriever(pods.List, pods.Watch),
-		Handler:   controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.Pod](logPod(stdout, *slots))),
+		Handler:   controller.Typed(logPod(stdout, *slots)),
 		Logger:    logger,
 		// The controller's metrics, as any controller's.
 		MetricsRecorder: recorder,

@@ -22,7 +22,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -56,8 +55,7 @@ func run(ctx context.Context, cfg *rest.Config) error {
 	ctrl, err := controller.New(controller.Config{
 		Name:      "tenants",
 		Retriever: controller.NewRetriever(tenants.List, tenants.Watch),
-		Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
-			t := obj.(*tenancyv1alpha1.Tenant)
+		Handler: controller.Typed(func(ctx context.Context, t *tenancyv1alpha1.Tenant) error {
 			if len(owned.Of(t)) > 0 || t.DeletionTimestamp != nil {
 				return nil // made already (read from the cache), or going
 			}

@@ -43,7 +43,7 @@ func TestStalledWatch(t *testing.T) {
 	const idle = 10 * time.Second
 	tests := []struct {
 		name    string
-		disable bool // DisableWatchIdleTimeout
+		disable bool // a negative WatchIdleTimeout
 		pooled  bool // a connection idle in the client's pool is stalled too
 	}{
 		{name: "a stalled watch is restarted after WatchIdleTimeout and the latest version handled"},
@@ -53,11 +53,14 @@ func TestStalledWatch(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
+			idleTimeout := idle
+			if tc.disable {
+				idleTimeout = -1 // never
+			}
 			s := startStalling(t, controller.Config{
-				Name:                    "stall",
-				WatchIdleTimeout:        idle,
-				DisableWatchIdleTimeout: tc.disable,
-				DisableResync:           true, // a resync would hand the stale cache to the handler
+				Name:             "stall",
+				WatchIdleTimeout: idleTimeout,
+				ResyncInterval:   -1, // a resync would hand the stale cache to the handler
 			})
 
 			if tc.pooled {
@@ -100,7 +103,7 @@ func TestStalledWatch(t *testing.T) {
 					t.Errorf("%d handlings during the stall, want none", n-before)
 				}
 				if r := s.log.restarts(stalled); len(r) != 0 {
-					t.Errorf("%d restarts of the watch logged with DisableWatchIdleTimeout, want none", len(r))
+					t.Errorf("%d restarts of the watch logged without WatchIdleTimeout, want none", len(r))
 				}
 				heal()
 				healedAt := time.Now()

@@ -100,7 +100,7 @@ type Handler struct {
 
 // New returns h as a controller.Handler of $Plural.
 func (h *Handler) New() controller.Handler {
-	return controller.NewTypedHandler(controller.TypedHandlerFunc[*$Alias.$Kind](h.Handle))
+	return controller.Typed(h.Handle)
 }
 
 `)

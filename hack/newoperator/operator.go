@@ -189,7 +189,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// Once the controller has drained, write the Events still queued,
 	// within a shutdown budget of their own.
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controller.DefaultShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		events.Shutdown(ctx)
 	}()

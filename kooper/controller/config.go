@@ -28,17 +28,14 @@ type Config struct {
 	ConcurrentWorkers int
 	// ResyncInterval is how often every cached object is handled again even
 	// if nothing changed, to repair drift in the world the handler manages.
-	// Default 3 minutes; see DisableResync.
+	// Default 3 minutes; negative: never.
 	ResyncInterval time.Duration
-	// DisableResync turns periodic resyncs off.
-	DisableResync bool
 
 	// MaxRetries is how many times a failed handling is retried before the
 	// object is dropped until its next change or resync, so an always-failing
-	// object is handled 1 + MaxRetries times. Default 5; see DisableRetries.
+	// object is handled 1 + MaxRetries times. Default 5; negative: each
+	// change is handled once, an error never retried.
 	MaxRetries int
-	// DisableRetries handles each change once, never retrying an error.
-	DisableRetries bool
 	// RetryBaseDelay is the delay before the first retry; each further retry
 	// of the same object doubles it (with up to 20% random jitter so retries
 	// of many objects spread out), up to RetryMaxDelay. A success resets it.
@@ -63,11 +60,9 @@ type Config struct {
 	// from the last version the cache saw, instead of leaving the cache
 	// stale until the watch's own timeout of 5 to 10 minutes. The API
 	// server sends an idle watch a bookmark about every minute. Default 3
-	// minutes; see DisableWatchIdleTimeout.
-	WatchIdleTimeout time.Duration
-	// DisableWatchIdleTimeout leaves silent watches alone, for a Retriever
+	// minutes; negative: silent watches are left alone, for a Retriever
 	// whose watches send no bookmarks.
-	DisableWatchIdleTimeout bool
+	WatchIdleTimeout time.Duration
 
 	// Transform, if set, is applied to every object before it enters the
 	// cache, after managedFields are dropped: drop what else the handler
@@ -117,51 +112,37 @@ type Config struct {
 	Clock clock.WithTickerAndDelayedExecution
 }
 
-// Defaults of Config's fields, exported for documentation and tests.
+// Defaults of Config's fields (each field's doc says it too).
 const (
-	DefaultConcurrentWorkers = 3
-	DefaultResyncInterval    = 3 * time.Minute
-	DefaultMaxRetries        = 5
-	DefaultRetryBaseDelay    = 200 * time.Millisecond
-	DefaultRetryMaxDelay     = time.Minute
-	DefaultProcessingTimeout = time.Minute
-	DefaultShutdownTimeout   = 2 * time.Second
-	DefaultWatchIdleTimeout  = 3 * time.Minute
+	defaultConcurrentWorkers = 3
+	defaultResyncInterval    = 3 * time.Minute
+	defaultMaxRetries        = 5
+	defaultRetryBaseDelay    = 200 * time.Millisecond
+	defaultRetryMaxDelay     = time.Minute
+	defaultProcessingTimeout = time.Minute
+	defaultShutdownTimeout   = 2 * time.Second
+	defaultWatchIdleTimeout  = 3 * time.Minute
 )
 
 func (c *Config) defaults() {
 	if c.ConcurrentWorkers <= 0 {
-		c.ConcurrentWorkers = DefaultConcurrentWorkers
+		c.ConcurrentWorkers = defaultConcurrentWorkers
 	}
-	if c.ResyncInterval <= 0 {
-		c.ResyncInterval = DefaultResyncInterval
-	}
-	if c.DisableResync {
-		c.ResyncInterval = 0
-	}
-	if c.MaxRetries <= 0 {
-		c.MaxRetries = DefaultMaxRetries
-	}
-	if c.DisableRetries {
-		c.MaxRetries = 0
-	}
+	// From here on, 0 is "never" for these three.
+	c.ResyncInterval = orDefault(c.ResyncInterval, defaultResyncInterval)
+	c.MaxRetries = orDefault(c.MaxRetries, defaultMaxRetries)
+	c.WatchIdleTimeout = orDefault(c.WatchIdleTimeout, defaultWatchIdleTimeout)
 	if c.RetryBaseDelay <= 0 {
-		c.RetryBaseDelay = DefaultRetryBaseDelay
+		c.RetryBaseDelay = defaultRetryBaseDelay
 	}
 	if c.RetryMaxDelay <= 0 {
-		c.RetryMaxDelay = DefaultRetryMaxDelay
+		c.RetryMaxDelay = defaultRetryMaxDelay
 	}
 	if c.ProcessingTimeout <= 0 {
-		c.ProcessingTimeout = DefaultProcessingTimeout
+		c.ProcessingTimeout = defaultProcessingTimeout
 	}
 	if c.ShutdownTimeout <= 0 {
-		c.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if c.WatchIdleTimeout <= 0 {
-		c.WatchIdleTimeout = DefaultWatchIdleTimeout
-	}
-	if c.DisableWatchIdleTimeout {
-		c.WatchIdleTimeout = 0
+		c.ShutdownTimeout = defaultShutdownTimeout
 	}
 	if c.Logger == nil {
 		c.Logger = log.Noop
@@ -188,4 +169,16 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: retry max delay %s is below the base delay %s", ErrInvalidConfig, c.RetryMaxDelay, c.RetryBaseDelay)
 	}
 	return nil
+}
+
+// orDefault returns def for 0, 0 for a negative v ("never"), and v
+// otherwise.
+func orDefault[T int | time.Duration](v, def T) T {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return 0
+	}
+	return v
 }

@@ -80,7 +80,7 @@ func New(cfg Config, sources ...Source) (*Controller, error) {
 	retrieve := &retrieveErrors{controller: cfg.Name, resource: describe(cfg.Retriever),
 		log: logger, rec: cfg.MetricsRecorder, clock: cfg.Clock}
 	c := &Controller{cfg: cfg, sources: slices.Clone(sources), handler: h, log: logger, retrieve: retrieve, validity: validity{clock: cfg.Clock}}
-	c.source = newCacheSource(cfg, retrieve.handler(), func(key string) { c.add(key, SourceInitial) })
+	c.source = newCacheSource(cfg, retrieve.handler(), func(key string) { c.add(key, sourceInitial) })
 	if err := c.bindSources(); err != nil { // owned.go
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (c *Controller) Enqueue(key string) {
 	if shards := c.shards.Load(); shards != nil && !c.admits(shards, key) {
 		return // another replica's (RunSharded)
 	}
-	c.add(key, SourceEnqueue)
+	c.add(key, sourceEnqueue)
 }
 
 // Run fills the cache from the Retriever, then handles objects with
@@ -258,7 +258,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 			// cached so far is queued once (a key queued twice waits once).
 			c.queue.Store(queue)
 			for _, key := range src.keys() {
-				c.add(key, SourceInitial)
+				c.add(key, sourceInitial)
 			}
 			c.log.Info("controller handling")
 		}
@@ -351,16 +351,16 @@ func (c *Controller) newQueue() *workQueue {
 func (c *Controller) events() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
-			source := SourceChange
+			source := sourceChange
 			if isInInitialList {
-				source = SourceInitial
+				source = sourceInitial
 			}
 			c.enqueue(obj, source)
 		},
 		UpdateFunc: func(oldObj, obj any) {
-			source := SourceChange
+			source := sourceChange
 			if sameVersion(oldObj, obj) {
-				source = SourceResync
+				source = sourceResync
 			}
 			c.enqueue(obj, source)
 		},
@@ -489,7 +489,7 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 	}
 	if delay, requeue := requeueAfter(err); requeue {
 		queue.Forget(key) // a requested requeue is a success too
-		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, SourceRequeue)
+		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, sourceRequeue)
 		queue.AddAfter(key, delay)
 		return
 	}
@@ -500,16 +500,16 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		queue.Forget(key)
 	case IsTerminal(err):
 		queue.Forget(key)
-		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, DropReasonTerminal)
+		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, dropTerminal)
 		logger.Error("handling failed, not retrying", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
 	case attempt <= c.cfg.MaxRetries:
 		c.cfg.MetricsRecorder.IncRetry(c.cfg.Name)
-		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, SourceRetry)
+		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, sourceRetry)
 		logger.Warn("handling failed, retrying", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
 		queue.AddRateLimited(key)
 	default:
 		queue.Forget(key)
-		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, DropReasonMaxRetries)
+		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, dropMaxRetries)
 		logger.Error("handling failed, retries exhausted", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
 	}
 }

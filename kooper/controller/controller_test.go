@@ -35,7 +35,7 @@ func TestEveryListedObjectIsHandledExactlyOnce(t *testing.T) {
 				want = append(want, stored.(*corev1.Pod).Name+"@"+stored.(*corev1.Pod).ResourceVersion)
 			}
 			h := &recorder{}
-			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
 			eventually(t, "50 objects are handled", func() bool { return len(h.Calls()) >= 50 })
 			settle()
 			got := h.Calls()
@@ -57,7 +57,7 @@ func TestAnUpdateIsHandledWithTheLatestState(t *testing.T) {
 			src := controllertest.NewRetriever(&corev1.Pod{}, m.opts)
 			mustAdd(t, src, pod("a"))
 			h := &recorder{}
-			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
 			eventually(t, "a is handled", func() bool { return h.countOf("a") == 1 })
 
 			p := pod("a")
@@ -86,7 +86,7 @@ func TestTheHandlerGetsItsOwnCopy(t *testing.T) {
 		p.Labels = map[string]string{"mutated": "yes"} // must not reach the cache
 		return controller.RequeueAfter(0)
 	})
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
 	eventually(t, "a is handled three times", func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) >= 3 })
 	_ = stop()
 	for i, v := range seen {
@@ -100,12 +100,11 @@ func TestAnAlwaysFailingObjectIsHandledOnePlusMaxRetriesTimes(t *testing.T) {
 	tests := []struct {
 		name       string
 		maxRetries int
-		disable    bool
 		want       int
 	}{
-		{"three retries", 3, false, 4},
-		{"the default", 0, false, 1 + controller.DefaultMaxRetries},
-		{"retries disabled", 0, true, 1},
+		{"three retries", 3, 4},
+		{"the default, 5", 0, 1 + 5},
+		{"retries disabled", -1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,8 +120,8 @@ func TestAnAlwaysFailingObjectIsHandledOnePlusMaxRetriesTimes(t *testing.T) {
 				return nil
 			}}
 			stop := start(t, controller.Config{
-				Name: "test", Handler: h, Retriever: src, DisableResync: true,
-				MaxRetries: tt.maxRetries, DisableRetries: tt.disable,
+				Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
+				MaxRetries:     tt.maxRetries,
 				RetryBaseDelay: time.Millisecond, RetryMaxDelay: 5 * time.Millisecond,
 				MetricsRecorder: rec,
 			})
@@ -155,7 +154,7 @@ func TestASuccessResetsTheRetryBudget(t *testing.T) {
 		return errors.New("fails")
 	}}
 	stop := start(t, controller.Config{
-		Name: "test", Handler: h, Retriever: src, DisableResync: true, MaxRetries: 3,
+		Name: "test", Handler: h, Retriever: src, ResyncInterval: -1, MaxRetries: 3,
 		RetryBaseDelay: time.Millisecond, RetryMaxDelay: 5 * time.Millisecond, MetricsRecorder: rec,
 	})
 	eventually(t, "a succeeds on its third call", func() bool { return rec.get("handled success=true") == 1 })
@@ -179,7 +178,7 @@ func TestATerminalErrorIsNeverRetried(t *testing.T) {
 	h := &recorder{answer: func(*corev1.Pod, int) error {
 		return fmt.Errorf("spec is invalid: %w", controller.Terminal(errors.New("percent is 0")))
 	}}
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
 		RetryBaseDelay: time.Millisecond, MetricsRecorder: rec})
 	eventually(t, "a is dropped", func() bool { return rec.get("dropped terminal") == 1 })
 	settle()
@@ -202,11 +201,11 @@ func TestRequeueAfterHandlesAgainAfterTheDelayOnly(t *testing.T) {
 		}
 		return nil
 	}}
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
 		Clock: clock, MetricsRecorder: rec})
 	// The requeue is recorded just before it is queued with the fake
 	// clock's current time, so stepping from here on is exact.
-	eventually(t, "the requeue is asked for", func() bool { return rec.get("queued "+controller.SourceRequeue) == 1 })
+	eventually(t, "the requeue is asked for", func() bool { return rec.get("queued "+"requeue") == 1 })
 
 	clock.Step(d - time.Millisecond)
 	settle()
@@ -240,7 +239,7 @@ func TestTheProcessingTimeoutCancelsTheHandlerContext(t *testing.T) {
 		}
 		return controller.Terminal(errors.New("stop"))
 	})
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
 		ProcessingTimeout: 50 * time.Millisecond})
 	if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("got handler context error %v, want %v", err, context.DeadlineExceeded)
@@ -259,7 +258,7 @@ func TestAPanicIsRecoveredCountedAndRetried(t *testing.T) {
 		}
 		return nil
 	}}
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
 		RetryBaseDelay: time.Millisecond, MetricsRecorder: rec})
 	eventually(t, "a is handled after the panic", func() bool { return h.countOf("a") == 2 })
 	if got := rec.get("panic"); got != 1 {
@@ -305,7 +304,7 @@ func TestAKeyIsNeverHandledConcurrentlyWhileKeysRunInParallel(t *testing.T) {
 		calls.Add(1)
 		return nil
 	})
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
 		ConcurrentWorkers: 8})
 	// Re-enqueue every key many times while it is being handled.
 	for round := range 30 {
@@ -348,7 +347,7 @@ func TestRunWaitsForRunningHandlersAndCancelsThem(t *testing.T) {
 		finished.Store(true)
 		return ctx.Err()
 	})
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
 	<-started
 	if err := stop(); err != nil {
 		t.Errorf("got Run error %v, want nil", err)
@@ -421,7 +420,7 @@ func TestNothingOfRunIsLeftButAHandlerIgnoringCancellation(t *testing.T) {
 		}
 		return errors.New("failed") // retried after RetryBaseDelay
 	})
-	c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true,
+	c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
 		Clock: clk, ShutdownTimeout: time.Second, RetryBaseDelay: 30 * time.Second, RetryMaxDelay: time.Minute})
 	if err != nil {
 		t.Fatal(err)
@@ -492,12 +491,12 @@ func TestRunTwiceIsAnError(t *testing.T) {
 func TestResyncHandlesUnchangedObjectsAgain(t *testing.T) {
 	tests := []struct {
 		name    string
-		disable bool
+		resync  time.Duration
 		atLeast int
 		atMost  int
 	}{
-		{"resync every second", false, 2, 1 << 30},
-		{"resync disabled", true, 1, 1},
+		{"resync every second", time.Second, 2, 1 << 30},
+		{"resync disabled", -1, 1, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -507,7 +506,7 @@ func TestResyncHandlesUnchangedObjectsAgain(t *testing.T) {
 			h := &recorder{}
 			// client-go's shortest resync period is one second.
 			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src,
-				ResyncInterval: time.Second, DisableResync: tt.disable})
+				ResyncInterval: tt.resync})
 			time.Sleep(2500 * time.Millisecond)
 			_ = stop()
 			if got := h.countOf("a"); got < tt.atLeast || got > tt.atMost {
@@ -534,7 +533,7 @@ func TestTransformRunsBeforeObjectsEnterTheCache(t *testing.T) {
 		}
 		return obj, nil
 	}
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true, Transform: strip})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1, Transform: strip})
 	if a := <-got; a != nil {
 		t.Errorf("got annotations %v, want none after the transform", a)
 	}
@@ -570,7 +569,7 @@ func TestManagedFieldsAreDroppedUnlessKept(t *testing.T) {
 				got <- seen{len(p.ManagedFields), p.Labels["transformed"] == "yes"}
 				return nil
 			})
-			cfg := controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true, KeepManagedFields: tt.keep}
+			cfg := controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1, KeepManagedFields: tt.keep}
 			fieldsInTransform := -1
 			if tt.user {
 				cfg.Transform = func(obj any) (any, error) {
@@ -606,7 +605,7 @@ func TestDisableDeepCopyHandsOutTheCachedObject(t *testing.T) {
 		objs <- obj
 		return controller.RequeueAfter(0)
 	})
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true, DisableDeepCopy: true})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1, DisableDeepCopy: true})
 	first, second := <-objs, <-objs
 	_ = stop()
 	if first != second {
@@ -691,7 +690,7 @@ func TestHasSyncedTurnsTrueOnceTheCacheIsFilled(t *testing.T) {
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
 	mustAdd(t, src, pod("a"))
 	g := gated{Retriever: src, open: make(chan struct{})}
-	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: g, DisableResync: true})
+	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: g, ResyncInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -720,7 +719,7 @@ func TestListReturnsTheCacheOnlyWhileRunningAndSynced(t *testing.T) {
 	mustAdd(t, src, pod("b"))
 	g := gated{Retriever: src, open: make(chan struct{})}
 	c, err := controller.New(controller.Config{
-		Name: "test", Handler: &recorder{}, Retriever: g, DisableResync: true,
+		Name: "test", Handler: &recorder{}, Retriever: g, ResyncInterval: -1,
 		Transform: func(obj any) (any, error) {
 			obj.(*corev1.Pod).Labels = map[string]string{"transformed": "yes"}
 			return obj, nil
@@ -774,7 +773,7 @@ func TestADeletionIsNotHandled(t *testing.T) {
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
 	stored := mustAdd(t, src, pod("a"))
 	h := &recorder{}
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
 	eventually(t, "the pod is handled", func() bool { return len(h.Calls()) == 1 })
 	if err := src.Delete(stored); err != nil {
 		t.Fatal(err)
@@ -807,7 +806,7 @@ func TestTheHandlerContextDescribesTheHandling(t *testing.T) {
 		}
 		return nil
 	})
-	stop := start(t, controller.Config{Name: "describer", Handler: h, Retriever: src, DisableResync: true, RetryBaseDelay: time.Millisecond})
+	stop := start(t, controller.Config{Name: "describer", Handler: h, Retriever: src, ResyncInterval: -1, RetryBaseDelay: time.Millisecond})
 	eventually(t, "three attempts", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 })
 	_ = stop()
 	for i, info := range got {

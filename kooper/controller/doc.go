@@ -99,8 +99,8 @@
 //
 // # Typed handlers
 //
-// [NewTypedHandler] turns a [TypedHandler] of a concrete type such as
-// *corev1.Pod into a Handler, so domain code has no type assertion.
+// [Typed] turns a function of a concrete type such as *corev1.Pod into a
+// Handler, so domain code has no type assertion.
 //
 // # Middlewares
 //

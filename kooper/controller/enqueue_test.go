@@ -22,7 +22,7 @@ func TestEnqueueHandlesTheCachedObjectOfAKey(t *testing.T) {
 			src := controllertest.NewRetriever(&corev1.Pod{}, mode.opts)
 			mustAdd(t, src, pod("a"))
 			h := &recorder{}
-			c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src, DisableResync: true})
+			c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,7 +55,7 @@ func TestGetReadsTheCacheWhileRunRuns(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
 	stored := mustAdd(t, src, pod("a"))
-	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: src, DisableResync: true})
+	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: src, ResyncInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,12 +110,12 @@ func TestQueuedKeysAreCountedBySource(t *testing.T) {
 	mustAdd(t, src, pod("periodic"))
 	c.Enqueue("ns/listed")
 	eventually(t, "every source is seen", func() bool {
-		return rec.get("queued "+controller.SourceInitial) == 1 &&
-			rec.get("queued "+controller.SourceChange) == 2 &&
-			rec.get("queued "+controller.SourceRetry) == 1 &&
-			rec.get("queued "+controller.SourceRequeue) == 1 &&
-			rec.get("queued "+controller.SourceEnqueue) == 1 &&
-			rec.get("queued "+controller.SourceResync) >= 3 // each object, after a second
+		return rec.get("queued "+"initial") == 1 &&
+			rec.get("queued "+"change") == 2 &&
+			rec.get("queued "+"retry") == 1 &&
+			rec.get("queued "+"requeue") == 1 &&
+			rec.get("queued "+"enqueue") == 1 &&
+			rec.get("queued "+"resync") >= 3 // each object, after a second
 	})
 	cancel()
 	if err := <-done; err != nil {
@@ -140,10 +140,10 @@ func TestAChangeIsHandledBeforeTheListedBacklog(t *testing.T) {
 				return nil
 			}}
 			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ConcurrentWorkers: 1,
-				DisableResync: true, MetricsRecorder: rec})
+				ResyncInterval: -1, MetricsRecorder: rec})
 			eventually(t, "the first listed pod is being handled", func() bool { return len(h.Calls()) == 1 })
 			mustAdd(t, src, pod("fresh"))
-			eventually(t, "the new pod is queued", func() bool { return rec.get("queued "+controller.SourceChange) == 1 })
+			eventually(t, "the new pod is queued", func() bool { return rec.get("queued "+"change") == 1 })
 			close(release)
 			eventually(t, "every pod is handled", func() bool { return len(h.Calls()) == 51 })
 			if got := h.Calls()[1]; !strings.HasPrefix(got, "fresh@") {

@@ -37,7 +37,7 @@ func ExampleOwns() {
 	ctrl, err := controller.New(controller.Config{
 		Name:      "web",
 		Retriever: configMaps,
-		Handler: controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.ConfigMap](
+		Handler: controller.Typed(
 			func(_ context.Context, cm *corev1.ConfigMap) error {
 				var names []string
 				for _, s := range children.Of(cm) { // from the cache, in key order
@@ -46,7 +46,7 @@ func ExampleOwns() {
 				fmt.Println(cm.Name, "owns", names)
 				handled <- struct{}{}
 				return nil
-			})),
+			}),
 	}, children) // a Secret's change queues the ConfigMap that controls it
 	// endregion: owns
 	if err != nil {

@@ -38,14 +38,14 @@ func Example_podLogger() {
 	retriever := controller.NewRetriever(pods.List, pods.Watch)
 
 	// Handler: called with the latest state of each pod.
-	logPod := controller.TypedHandlerFunc[*corev1.Pod](func(ctx context.Context, pod *corev1.Pod) error {
+	logPod := func(ctx context.Context, pod *corev1.Pod) error {
 		fmt.Printf("pod %s/%s is %s\n", pod.Namespace, pod.Name, pod.Status.Phase)
 		return nil
-	})
+	}
 
 	ctrl, err := controller.New(controller.Config{
 		Name:      "pod-logger",
-		Handler:   controller.NewTypedHandler(logPod),
+		Handler:   controller.Typed(logPod),
 		Retriever: retriever,
 		Logger:    log.NewStd(os.Stderr, log.StdOptions{}),
 	})
@@ -100,12 +100,12 @@ func ExampleNew() {
 // endregion: example-new
 
 // A typed handler skips the type assertion.
-func ExampleNewTypedHandler() {
-	h := controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.Pod](
+func ExampleTyped() {
+	h := controller.Typed(
 		func(_ context.Context, pod *corev1.Pod) error {
 			fmt.Println("pod", pod.Name)
 			return nil
-		}))
+		})
 
 	_ = h.Handle(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1"}})
 	err := h.Handle(context.Background(), &corev1.Service{})

@@ -11,7 +11,15 @@ import (
 // controller is always the Config.Name of the controller recording.
 type MetricsRecorder interface {
 	// IncQueuedEvent counts an object key added to the queue; source says
-	// where it came from: one of the Source constants.
+	// where it came from, one of a few fixed values (so a metric labelled
+	// with it stays small): "initial" (the cache's initial list, or, for a
+	// controller joining a running shared cache, an object already in
+	// it), "change" (an object the watch saw added or updated), "resync"
+	// (an unchanged object handled again, Config.ResyncInterval, or one the
+	// cache listed again unchanged), "retry" (a failed handling retried
+	// with backoff), "requeue" (a handler's RequeueAfter request) or
+	// "enqueue" (Controller.Enqueue, or a change of one of the
+	// controller's sources: a child's change queueing its owner).
 	IncQueuedEvent(controller string, source string)
 	// ObserveQueueWait records how long a key waited in the queue before a
 	// worker took it.
@@ -22,45 +30,44 @@ type MetricsRecorder interface {
 	// IncRetry counts a failed handling that will be retried.
 	IncRetry(controller string)
 	// IncDropped counts a failed object given up on: reason is
-	// DropReasonMaxRetries or DropReasonTerminal.
+	// "max_retries" (Config.MaxRetries) or "terminal" (a Terminal error).
 	IncDropped(controller string, reason string)
 	// IncPanic counts a handler panic (recovered, then retried).
 	IncPanic(controller string)
 	// AddQueueLength moves the number of keys waiting in the queue by delta.
 	AddQueueLength(controller string, delta int)
 	// IncRetrieveError counts a list or watch of the controller's cache
-	// that failed (client-go retries it with backoff): kind is
-	// RetrieveErrorDecode or RetrieveErrorAPI. A watch that merely closed
-	// is not counted.
+	// that failed (client-go retries it with backoff): kind is "decode"
+	// (an answer the Go type cannot hold, ErrDecode) or "api" (any other
+	// failure). A watch that merely closed is not counted.
 	IncRetrieveError(controller string, kind string)
 }
 
 // Sources passed to MetricsRecorder.IncQueuedEvent: where a queued key
-// came from. They are few and fixed, so a metric labelled with them stays
-// small.
+// came from.
 const (
-	// SourceInitial is an object of the cache's initial list (or, for a
+	// sourceInitial is an object of the cache's initial list (or, for a
 	// controller joining a running shared cache, an object already in it).
-	SourceInitial = "initial"
-	// SourceChange is a change the watch saw: an object added or updated.
-	SourceChange = "change"
-	// SourceResync is a resync: an unchanged object handled again
+	sourceInitial = "initial"
+	// sourceChange is a change the watch saw: an object added or updated.
+	sourceChange = "change"
+	// sourceResync is a resync: an unchanged object handled again
 	// (Config.ResyncInterval), or one the cache listed again unchanged.
-	SourceResync = "resync"
-	// SourceRetry is a failed handling retried with backoff.
-	SourceRetry = "retry"
-	// SourceRequeue is a handler's RequeueAfter request.
-	SourceRequeue = "requeue"
-	// SourceEnqueue is a key queued with Controller.Enqueue, or by a
+	sourceResync = "resync"
+	// sourceRetry is a failed handling retried with backoff.
+	sourceRetry = "retry"
+	// sourceRequeue is a handler's RequeueAfter request.
+	sourceRequeue = "requeue"
+	// sourceEnqueue is a key queued with Controller.Enqueue, or by a
 	// change of one of its sources (New: an owned child, say): typically
 	// a child's change routed to its owner.
-	SourceEnqueue = "enqueue"
+	sourceEnqueue = "enqueue"
 )
 
 // Reasons passed to MetricsRecorder.IncDropped.
 const (
-	DropReasonMaxRetries = "max_retries"
-	DropReasonTerminal   = "terminal"
+	dropMaxRetries = "max_retries"
+	dropTerminal   = "terminal"
 )
 
 type noopRecorder struct{}

@@ -110,7 +110,7 @@ func TestOwnsHandlesTheOwnerOfEveryChangedChild(t *testing.T) {
 				}
 				rec := newMetrics()
 				l := &ownerLog{children: controller.Owns[*corev1.Secret](r)}
-				stop := start(t, controller.Config{Name: "owners", Handler: l, Retriever: cms, DisableResync: true,
+				stop := start(t, controller.Config{Name: "owners", Handler: l, Retriever: cms, ResyncInterval: -1,
 					MetricsRecorder: rec}, l.children)
 
 				got := l.waitCalls(t, "both owners are handled", 2)
@@ -143,7 +143,7 @@ func TestOwnsHandlesTheOwnerOfEveryChangedChild(t *testing.T) {
 				if got := l.Calls(); len(got) != 5 {
 					t.Errorf("got handlings %q, want 5: a stale or missing owner is not queued", got)
 				}
-				if n := rec.get("queued " + controller.SourceEnqueue); n != 3 {
+				if n := rec.get("queued " + "enqueue"); n != 3 {
 					t.Errorf("got %d keys queued by the children, want 3", n)
 				}
 				if err := stop(); err != nil {
@@ -310,7 +310,7 @@ func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 		handled := make(chan struct{}, 10)
 		before := steadyGoroutines(t)
 		c, err := controller.New(controller.Config{Name: "owners", Retriever: cms,
-			ConcurrentWorkers: 5, DisableWatchIdleTimeout: true, MetricsRecorder: rec,
+			ConcurrentWorkers: 5, WatchIdleTimeout: -1, MetricsRecorder: rec,
 			Handler: controller.HandlerFunc(func(context.Context, kruntime.Object) error {
 				handled <- struct{}{}
 				return nil
@@ -364,7 +364,7 @@ func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 	if want := []string{"owners"}; !slices.Equal(names, want) {
 		t.Errorf("got metrics of controllers %q, want %q only", names, want)
 	}
-	if want := []string{controller.SourceEnqueue, controller.SourceInitial}; !slices.Equal(sources, want) {
+	if want := []string{"enqueue", "initial"}; !slices.Equal(sources, want) {
 		t.Errorf("got keys queued from %q, want %q", sources, want)
 	}
 	// The same recorder in each run: a named queue starts a goroutine of
@@ -474,7 +474,7 @@ func TestAnOwnerIsNeverHandledByTwoWorkersAcrossKinds(t *testing.T) {
 	)
 	children := controller.Owns[*corev1.Secret](secrets)
 	stop := start(t, controller.Config{Name: "owners", Retriever: cms,
-		ConcurrentWorkers: 4, DisableResync: true,
+		ConcurrentWorkers: 4, ResyncInterval: -1,
 		Handler: controller.HandlerFunc(func(_ context.Context, obj kruntime.Object) error {
 			cm := obj.(*corev1.ConfigMap)
 			mu.Lock()
@@ -599,7 +599,7 @@ func TestRunShardedQueuesOnlyTheOwnersOfAcquiredSlots(t *testing.T) {
 	l := &ownerLog{children: controller.Owns[*corev1.Secret](secrets)}
 	rec := newMetrics()
 	c, err := controller.New(controller.Config{Name: "owners", Handler: l, Retriever: cms, MetricsRecorder: rec,
-		DisableResync: true}, l.children)
+		ResyncInterval: -1}, l.children)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -625,7 +625,7 @@ func TestRunShardedQueuesOnlyTheOwnersOfAcquiredSlots(t *testing.T) {
 	if got := l.Calls()[before:]; len(got) != 1 {
 		t.Errorf("got handlings %q after the children were created, want 1: the other slot's owner is not this replica's", got)
 	}
-	if n := rec.get("queued " + controller.SourceEnqueue); n != 1 {
+	if n := rec.get("queued " + "enqueue"); n != 1 {
 		t.Errorf("got %d keys queued by children, want 1", n)
 	}
 }
@@ -690,7 +690,7 @@ func TestChildrenFollowTheirOwnersShard(t *testing.T) {
 		}
 		shards[r] = s
 		c, err := controller.New(controller.Config{Name: "owners-" + r, Handler: handler(r), Retriever: cms,
-			ConcurrentWorkers: 4, DisableResync: true}, controller.Owns[*corev1.Secret](secrets))
+			ConcurrentWorkers: 4, ResyncInterval: -1}, controller.Owns[*corev1.Secret](secrets))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,7 +39,7 @@ const (
 
 // sourcePriority returns the line of a key queued from source.
 func sourcePriority(source string) priority {
-	if source == SourceInitial || source == SourceResync {
+	if source == sourceInitial || source == sourceResync {
 		return priorityLow
 	}
 	return priorityHigh

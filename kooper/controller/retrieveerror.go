@@ -21,13 +21,13 @@ import (
 
 // Kinds of list or watch failure, passed to MetricsRecorder.IncRetrieveError.
 const (
-	// RetrieveErrorDecode is an answer that could not be decoded into the
+	// retrieveDecode is an answer that could not be decoded into the
 	// Retriever's Go type, typically one object with a field the type cannot
 	// hold: retrying does not help until the object (or the type) changes.
-	RetrieveErrorDecode = "decode"
-	// RetrieveErrorAPI is any other failed list or watch: an error status
+	retrieveDecode = "decode"
+	// retrieveAPI is any other failed list or watch: an error status
 	// from the API server, or a request that could not reach it.
-	RetrieveErrorAPI = "api"
+	retrieveAPI = "api"
 )
 
 // retrieveErrorLogInterval is how often the same list or watch failure is
@@ -76,9 +76,9 @@ func (r *retrieveErrors) record(ctx context.Context, err error) {
 		return
 	}
 	decode := isDecodeError(err)
-	kind := RetrieveErrorAPI
+	kind := retrieveAPI
 	if decode {
-		kind = RetrieveErrorDecode
+		kind = retrieveDecode
 	}
 	r.rec.IncRetrieveError(r.controller, kind)
 

@@ -151,7 +151,7 @@ func TestARepeatedFailureIsLoggedOncePerIntervalAndAlwaysCounted(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got logs\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if rec.counts[RetrieveErrorDecode] != 11 || rec.counts[RetrieveErrorAPI] != 2 {
+	if rec.counts[retrieveDecode] != 11 || rec.counts[retrieveAPI] != 2 {
 		t.Errorf("got counts %v, want 11 decode and 2 api", rec.counts)
 	}
 

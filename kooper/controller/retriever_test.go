@@ -121,7 +121,7 @@ func TestAControllerOverAFakeClientsetSyncs(t *testing.T) {
 	h := &recorder{}
 	stop := start(t, controller.Config{Name: "test", Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 		return h.Handle(ctx, obj)
-	}), Retriever: r, DisableResync: true})
+	}), Retriever: r, ResyncInterval: -1})
 	eventually(t, "both pods are handled (an informer hiding the marker hangs here)", func() bool {
 		return h.countOf("p1") == 1 && h.countOf("p2") == 1
 	})
@@ -137,7 +137,7 @@ func TestNewRetrieverOverAFakeClientsetSyncsWithoutWatchList(t *testing.T) {
 		t.Fatal("got a Retriever without the watch-list marker client-go reads, want it marked")
 	}
 	h := &recorder{}
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: r, DisableResync: true})
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: r, ResyncInterval: -1})
 	eventually(t, "the pod is handled", func() bool { return h.countOf("p1") == 1 })
 	if _, err := pods.List(context.Background(), metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
@@ -209,7 +209,7 @@ func TestEveryRetrieverOverAFakeClientSyncs(t *testing.T) {
 			}
 			got := make(chan string, 10)
 			cfg := tt.cfg
-			cfg.Name, cfg.Retriever, cfg.DisableResync = "fake", r, true
+			cfg.Name, cfg.Retriever, cfg.ResyncInterval = "fake", r, -1
 			cfg.Handler = controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 				got <- obj.(metav1.Object).GetName()
 				return nil

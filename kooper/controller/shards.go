@@ -363,7 +363,7 @@ func (r *shardedRun) start(slot int) {
 					continue
 				}
 				if got, ok := r.s.slotOf(item); ok && got == slot && r.s.acquiredSlot(slot) {
-					r.c.add(key, SourceInitial)
+					r.c.add(key, sourceInitial)
 				}
 			}
 		})

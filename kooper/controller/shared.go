@@ -126,7 +126,7 @@ func (s *Shared) join(ctx context.Context, h cache.ResourceEventHandler, opts ca
 		runCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 		idle := s.cfg.WatchIdleTimeout
 		if idle == 0 {
-			idle = DefaultWatchIdleTimeout
+			idle = defaultWatchIdleTimeout
 		}
 		lw := listerWatcher{ctx: runCtx, r: s.cfg.Retriever, idle: idle}
 		transform := cacheTransform(s.cfg.Transform, s.cfg.KeepManagedFields)

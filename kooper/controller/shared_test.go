@@ -39,8 +39,8 @@ func TestControllersSharingACacheWatchOnceAndEachHandleEverything(t *testing.T) 
 				t.Fatal(err)
 			}
 			a, b := &recorder{}, &recorder{}
-			stopA := start(t, controller.Config{Name: "a", Handler: a, Retriever: shared, DisableResync: true})
-			stopB := start(t, controller.Config{Name: "b", Handler: b, Retriever: shared, DisableResync: true})
+			stopA := start(t, controller.Config{Name: "a", Handler: a, Retriever: shared, ResyncInterval: -1})
+			stopB := start(t, controller.Config{Name: "b", Handler: b, Retriever: shared, ResyncInterval: -1})
 			eventually(t, "both controllers handle both pods", func() bool {
 				return a.countOf("p1") == 1 && a.countOf("p2") == 1 && b.countOf("p1") == 1 && b.countOf("p2") == 1
 			})
@@ -76,8 +76,8 @@ func TestIndependentControllersWatchOnceEach(t *testing.T) {
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
 	mustAdd(t, src, pod("p1"))
 	a, b := &recorder{}, &recorder{}
-	stopA := start(t, controller.Config{Name: "a", Handler: a, Retriever: src, DisableResync: true})
-	stopB := start(t, controller.Config{Name: "b", Handler: b, Retriever: src, DisableResync: true})
+	stopA := start(t, controller.Config{Name: "a", Handler: a, Retriever: src, ResyncInterval: -1})
+	stopB := start(t, controller.Config{Name: "b", Handler: b, Retriever: src, ResyncInterval: -1})
 	eventually(t, "both handle p1", func() bool { return a.countOf("p1") == 1 && b.countOf("p1") == 1 })
 	if _, watches := callsOf(src); watches != 2 {
 		t.Errorf("got %d watches, want 2: by default each controller has its own cache", watches)
@@ -94,11 +94,11 @@ func TestAControllerJoiningASharedCacheLateHandlesWhatIsCachedAndItStartsAgainAf
 		t.Fatal(err)
 	}
 	first := &recorder{}
-	stopFirst := start(t, controller.Config{Name: "first", Handler: first, Retriever: shared, DisableResync: true})
+	stopFirst := start(t, controller.Config{Name: "first", Handler: first, Retriever: shared, ResyncInterval: -1})
 	eventually(t, "first handles p1", func() bool { return first.countOf("p1") == 1 })
 
 	late := &recorder{}
-	c, err := controller.New(controller.Config{Name: "late", Handler: late, Retriever: shared, DisableResync: true})
+	c, err := controller.New(controller.Config{Name: "late", Handler: late, Retriever: shared, ResyncInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestAControllerJoiningASharedCacheLateHandlesWhatIsCachedAndItStartsAgainAf
 
 	// Everyone stopped: a new Run starts a new cache.
 	again := &recorder{}
-	stop := start(t, controller.Config{Name: "again", Handler: again, Retriever: shared, DisableResync: true})
+	stop := start(t, controller.Config{Name: "again", Handler: again, Retriever: shared, ResyncInterval: -1})
 	eventually(t, "a controller started after all stopped handles p1", func() bool { return again.countOf("p1") == 1 })
 	if _, watches := callsOf(src); watches != watchesBefore+1 {
 		t.Errorf("got %d watches after restarting, want %d", watches, watchesBefore+1)
@@ -145,7 +145,7 @@ func TestASharedCacheAppliesItsTransformAndDropsManagedFields(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := make(chan *corev1.Pod, 1)
-	stop := start(t, controller.Config{Name: "t", Retriever: shared, DisableResync: true, Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
+	stop := start(t, controller.Config{Name: "t", Retriever: shared, ResyncInterval: -1, Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 		select {
 		case got <- obj.(*corev1.Pod):
 		default:

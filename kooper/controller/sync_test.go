@@ -60,7 +60,7 @@ func TestHandleDuringSyncHandlesObjectsBeforeTheCacheIsComplete(t *testing.T) {
 			defer goleak.VerifyNone(t)
 			src := &gatedStream{watchers: make(chan *watch.RaceFreeFakeWatcher, 1)}
 			h := &recorder{}
-			c, err := controller.New(controller.Config{Name: "t", Handler: h, Retriever: src, DisableResync: true, HandleDuringSync: tt.handleDuringSync})
+			c, err := controller.New(controller.Config{Name: "t", Handler: h, Retriever: src, ResyncInterval: -1, HandleDuringSync: tt.handleDuringSync})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,7 +124,7 @@ func TestHandleDuringSyncHandlesEveryObjectOnceThenEveryChange(t *testing.T) {
 				obj.(*corev1.Pod).Labels = map[string]string{"transformed": "yes"}
 				return obj, nil
 			}
-			stop := start(t, controller.Config{Name: "t", Handler: h, Retriever: src, DisableResync: true, HandleDuringSync: true, Transform: transform})
+			stop := start(t, controller.Config{Name: "t", Handler: h, Retriever: src, ResyncInterval: -1, HandleDuringSync: true, Transform: transform})
 			eventually(t, "all 50 pods are handled", func() bool { return len(h.Calls()) >= 50 })
 			settle()
 			for i := range 50 {

@@ -65,7 +65,7 @@ func TestSyncErrorSaysWhichObjectsCannotBeDecodedUntilTheyCan(t *testing.T) {
 				m := newMetrics()
 				for _, n := range names {
 					h := &recorder{}
-					c, err := controller.New(controller.Config{Name: n, Handler: h, Retriever: r, DisableResync: true, MetricsRecorder: m})
+					c, err := controller.New(controller.Config{Name: n, Handler: h, Retriever: r, ResyncInterval: -1, MetricsRecorder: m})
 					if err != nil {
 						t.Fatal(err)
 					}

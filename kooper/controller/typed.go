@@ -7,28 +7,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// TypedHandler is a [Handler] for one Go type, so the domain code needs no
-// type assertion. Turn it into a Handler with [NewTypedHandler].
-type TypedHandler[T runtime.Object] interface {
-	Handle(ctx context.Context, obj T) error
-}
-
-// TypedHandlerFunc adapts a function to a [TypedHandler].
-type TypedHandlerFunc[T runtime.Object] func(ctx context.Context, obj T) error
-
-// Handle calls f(ctx, obj).
-func (f TypedHandlerFunc[T]) Handle(ctx context.Context, obj T) error { return f(ctx, obj) }
-
-// NewTypedHandler returns a Handler that asserts each object to T and calls h.
+// Typed returns a Handler that asserts each object to T and calls f, so
+// the domain code needs no type assertion; T is inferred from f:
+//
+//	Handler: controller.Typed(func(ctx context.Context, pod *corev1.Pod) error { ... })
+//
 // An object of another type is a programming error (the retriever watches
 // something else): it is reported as a [Terminal] error and never retried.
-func NewTypedHandler[T runtime.Object](h TypedHandler[T]) Handler {
+func Typed[T runtime.Object](f func(ctx context.Context, obj T) error) Handler {
 	return HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 		t, ok := obj.(T)
 		if !ok {
 			var want T
 			return Terminal(fmt.Errorf("handler wants %T, got %T", want, obj))
 		}
-		return h.Handle(ctx, t)
+		return f(ctx, t)
 	})
 }

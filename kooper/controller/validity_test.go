@@ -27,7 +27,7 @@ func TestNoHandlingPastValidUntil(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	rec := newMetrics()
 	c, err := controller.New(controller.Config{
-		Name: "validity", Retriever: r, DisableResync: true, Clock: clk, MetricsRecorder: rec,
+		Name: "validity", Retriever: r, ResyncInterval: -1, Clock: clk, MetricsRecorder: rec,
 		Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 			if obj.(*corev1.Pod).Name == "slow" {
 				started <- struct{}{}

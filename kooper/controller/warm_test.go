@@ -27,7 +27,7 @@ func TestRunWarmHandlesNothingUntilLeading(t *testing.T) {
 				h := &recorder{}
 				rec := newMetrics()
 				c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src,
-					DisableResync: true, HandleDuringSync: duringSync, MetricsRecorder: rec})
+					ResyncInterval: -1, HandleDuringSync: duringSync, MetricsRecorder: rec})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -62,7 +62,7 @@ func TestRunWarmHandlesNothingUntilLeading(t *testing.T) {
 				if n := len(h.Calls()); n != 6 {
 					t.Errorf("got %d calls, want 6: each object once", n)
 				}
-				if n := rec.get("queued " + controller.SourceInitial); n != 6 {
+				if n := rec.get("queued " + "initial"); n != 6 {
 					t.Errorf("got %d keys queued at the takeover, want the 6 cached objects", n)
 				}
 				if n := h.countOf("p0"); n != 1 {

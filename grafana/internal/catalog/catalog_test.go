@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
-	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
@@ -34,7 +33,7 @@ func TestTheCatalogMatchesWhatTheLibraryRegisters(t *testing.T) {
 		t.Fatal(err)
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	rec.IncQueuedEvent("c", controller.SourceChange)
+	rec.IncQueuedEvent("c", "change")
 	rec.SetLeader("c", true)
 	rec.SetShards("c", sharding.ModeServerSide, 1, 2)
 

@@ -51,7 +51,7 @@ func TestServicesAreDeliveredInOrderWithTheirLatestState(t *testing.T) {
 	ctx := context.Background()
 	rec := &calls{}
 	ctrl, err := controller.New(controller.Config{
-		Name: "delivery", Retriever: services(client, ns), DisableResync: true,
+		Name: "delivery", Retriever: services(client, ns), ResyncInterval: -1,
 		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 			rec.add(obj)
 			return nil
@@ -110,7 +110,7 @@ func TestAnAlwaysFailingObjectIsRetriedExactlyWhileOthersFlow(t *testing.T) {
 	rec := &calls{}
 	const maxRetries = 4
 	ctrl, err := controller.New(controller.Config{
-		Name: "retries", Retriever: configMaps(client, ns), DisableResync: true,
+		Name: "retries", Retriever: configMaps(client, ns), ResyncInterval: -1,
 		MaxRetries: maxRetries, RetryBaseDelay: 10 * time.Millisecond, RetryMaxDelay: 50 * time.Millisecond,
 		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 			if rec.add(obj) == "bad" {

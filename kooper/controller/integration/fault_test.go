@@ -37,7 +37,7 @@ func TestNothingIsLostAcrossAnAPIServerRestart(t *testing.T) {
 		afterRest atomic.Int64          // handlings after the restart
 	)
 	ctrl, err := controller.New(controller.Config{
-		Name: "fault", Retriever: configMaps(client, ns), DisableResync: true,
+		Name: "fault", Retriever: configMaps(client, ns), ResyncInterval: -1,
 		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 			m := obj.(metav1.Object)
 			mu.Lock()

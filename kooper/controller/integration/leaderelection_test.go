@@ -86,7 +86,7 @@ func TestOnlyTheLeaderHandlesAndLeadersNeverOverlap(t *testing.T) {
 	replicas := map[string]*replica{}
 	for _, id := range []string{"replica-a", "replica-b", "replica-c"} {
 		ctrl, err := controller.New(controller.Config{
-			Name: "leader-" + id, Retriever: configMaps(client, ns), DisableResync: true,
+			Name: "leader-" + id, Retriever: configMaps(client, ns), ResyncInterval: -1,
 			ShutdownTimeout: 400 * time.Millisecond,
 			Handler: controller.HandlerFunc(func(_ context.Context, _ runtime.Object) error {
 				start := time.Now()

@@ -29,7 +29,7 @@ func TestManagedFieldsFromTheAPIServerAreDroppedUnlessKept(t *testing.T) {
 	for _, keep := range []bool{false, true} {
 		got := make(chan int, 1)
 		ctrl, err := controller.New(controller.Config{
-			Name: "managedfields", Retriever: configMaps(client, ns), DisableResync: true, KeepManagedFields: keep,
+			Name: "managedfields", Retriever: configMaps(client, ns), ResyncInterval: -1, KeepManagedFields: keep,
 			Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 				select {
 				case got <- len(obj.(*corev1.ConfigMap).ManagedFields):

@@ -82,8 +82,8 @@ func TestOwnedChildrenHaveTheirOwnerHandled(t *testing.T) {
 	children := controller.Owns[*corev1.Secret](controller.NewRetriever(secrets.List, secrets.Watch))
 	ctrl, err := controller.New(controller.Config{
 		Name: "owners", Retriever: owners(client, ns),
-		ConcurrentWorkers: 3, DisableResync: true,
-		Handler: controller.NewTypedHandler(controller.TypedHandlerFunc[*corev1.ConfigMap](
+		ConcurrentWorkers: 3, ResyncInterval: -1,
+		Handler: controller.Typed(
 			func(ctx context.Context, cm *corev1.ConfigMap) error {
 				rec.begin(cm.Name)
 				defer rec.end(cm.Name)
@@ -94,7 +94,7 @@ func TestOwnedChildrenHaveTheirOwnerHandled(t *testing.T) {
 				patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, childrenAnnotation, n)
 				_, err := cms.Patch(ctx, cm.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 				return err
-			})),
+			}),
 	}, children)
 	if err != nil {
 		t.Fatal(err)

@@ -207,7 +207,7 @@ func TestAnObjectThatCannotBeDecodedIsReportedUntilItIsDeleted(t *testing.T) {
 	}
 	var handled sync.Map
 	ctrl, err := controller.New(controller.Config{
-		Name: "widgets", Retriever: widgets(t, ns), DisableResync: true,
+		Name: "widgets", Retriever: widgets(t, ns), ResyncInterval: -1,
 		Logger:          kooperslog.New(stdslog.New(stdslog.NewTextHandler(logs, nil))),
 		MetricsRecorder: rec,
 		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {

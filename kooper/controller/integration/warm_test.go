@@ -69,7 +69,7 @@ func TestAWarmStandbyTakesOverWithoutAList(t *testing.T) {
 				return nil
 			}),
 			Retriever:       configMaps(cl, ns),
-			DisableResync:   true,
+			ResyncInterval:  -1,
 			ShutdownTimeout: 400 * time.Millisecond, // below 3s - 2s - 500ms
 		})
 		if err != nil {

@@ -132,7 +132,7 @@ func TestEveryRetrieverStreamsTheInitialListInProtobuf(t *testing.T) {
 				cfg := tt.config
 				cfg.Name = fmt.Sprintf("wire-%d", i)
 				cfg.Retriever = r
-				cfg.DisableResync = true
+				cfg.ResyncInterval = -1
 				cfg.Handler = controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 					m := obj.(metav1.Object)
 					mu.Lock()

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kooperkit/kooper/kooper/controller"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
@@ -18,12 +17,12 @@ func TestRecordingDoesNotAllocate(t *testing.T) {
 	rec.IncRetry(name) // the first call creates the series
 
 	got := testing.AllocsPerRun(100, func() {
-		rec.IncQueuedEvent(name, controller.SourceChange)
-		rec.IncQueuedEvent(name, controller.SourceEnqueue)
+		rec.IncQueuedEvent(name, "change")
+		rec.IncQueuedEvent(name, "enqueue")
 		rec.ObserveQueueWait(name, time.Millisecond)
 		rec.ObserveHandling(name, false, time.Millisecond)
 		rec.IncRetry(name)
-		rec.IncDropped(name, controller.DropReasonMaxRetries)
+		rec.IncDropped(name, "max_retries")
 		rec.IncPanic(name)
 		rec.AddQueueLength(name, 1)
 	})

@@ -40,21 +40,18 @@
 //   - controller is the controller's Config.Name; for kooper_controller_leader
 //     it is the name given to [Recorder.SetLeader].
 //   - source is where a queued key came from: "initial" (the cache's first
-//     list), "change" (an add, update or delete the watch saw), "resync",
-//     "retry" (a failed handling, after its backoff), "requeue" (a
-//     RequeueAfter request) or "enqueue" (Controller.Enqueue, or a change
-//     of one of a controller's sources (controller.New): typically a child's change
-//     routed to its owner, counted under the owner's controller). These are
-//     [controller.SourceInitial] and the other Source constants; any other
+//     list), "change" (an add or update the watch saw), "resync", "retry"
+//     (a failed handling, after its backoff), "requeue" (a RequeueAfter
+//     request) or "enqueue" (Controller.Enqueue, or a change of one of a
+//     controller's sources, controller.New: typically a child's change
+//     queueing its owner, counted under the owner's controller). Any other
 //     value is counted as given.
 //   - success is "true" when the handler returned nil, including a
 //     RequeueAfter request, and "false" otherwise.
-//   - reason is "max_retries" or "terminal" ([controller.DropReasonMaxRetries],
-//     [controller.DropReasonTerminal]).
+//   - reason is "max_retries" or "terminal".
 //   - kind is "decode" when the API server's answer could not be decoded into
 //     the Retriever's Go type (one bad object blocks the whole cache until it
-//     is fixed or deleted) and "api" for any other failure
-//     ([controller.RetrieveErrorDecode], [controller.RetrieveErrorAPI]).
+//     is fixed or deleted) and "api" for any other failure.
 //   - group is a sharded controller's sharding.Config.Name, given to
 //     [Recorder.SetShards].
 //   - mode is how the replica retrieves its share: "server-side" or

@@ -26,7 +26,7 @@ func ExampleNew() {
 	}
 	var _ controller.MetricsRecorder = rec // what a controller.Config takes
 
-	rec.IncQueuedEvent("pod-terminator", controller.SourceChange)
+	rec.IncQueuedEvent("pod-terminator", "change")
 	rec.SetLeader("pod-terminator", true)
 
 	mfs, err := reg.Gather()
@@ -100,10 +100,10 @@ func ExampleRecorder_IncQueuedEvent() {
 		return
 	}
 
-	rec.IncQueuedEvent("tenants", controller.SourceInitial)
-	rec.IncQueuedEvent("tenants", controller.SourceInitial)
-	rec.IncQueuedEvent("tenants", controller.SourceEnqueue) // a child changed
-	rec.IncQueuedEvent("tenants", controller.SourceRetry)
+	rec.IncQueuedEvent("tenants", "initial")
+	rec.IncQueuedEvent("tenants", "initial")
+	rec.IncQueuedEvent("tenants", "enqueue") // a child changed
+	rec.IncQueuedEvent("tenants", "retry")
 
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -26,14 +26,15 @@ const (
 )
 
 // sources are the values of the source label that get a cached series per
-// controller, created at zero: every controller.Source constant.
+// controller, created at zero: every value a controller passes
+// (controller.MetricsRecorder.IncQueuedEvent).
 var sources = []string{
-	controller.SourceInitial,
-	controller.SourceChange,
-	controller.SourceResync,
-	controller.SourceRetry,
-	controller.SourceRequeue,
-	controller.SourceEnqueue,
+	"initial",
+	"change",
+	"resync",
+	"retry",
+	"requeue",
+	"enqueue",
 }
 
 // DefaultBuckets returns the histogram buckets used when Options.Buckets is
@@ -192,7 +193,7 @@ func New(reg prom.Registerer, opts Options) (*Recorder, error) {
 }
 
 // IncQueuedEvent implements controller.MetricsRecorder. A source other
-// than the controller.Source constants is recorded as given, with a slower
+// than those a controller passes is recorded as given, with a slower
 // lookup.
 func (r *Recorder) IncQueuedEvent(controller string, source string) {
 	if r == nil {
@@ -235,17 +236,16 @@ func (r *Recorder) IncRetry(controller string) {
 }
 
 // IncDropped implements controller.MetricsRecorder. A reason other than
-// controller.DropReasonMaxRetries or controller.DropReasonTerminal is
-// recorded as given, with a slower lookup.
+// "max_retries" or "terminal" is recorded as given, with a slower lookup.
 func (r *Recorder) IncDropped(controllerName string, reason string) {
 	if r == nil {
 		return
 	}
 	c := r.forController(controllerName)
 	switch reason {
-	case controller.DropReasonMaxRetries:
+	case "max_retries":
 		c.droppedMaxRetries.Inc()
-	case controller.DropReasonTerminal:
+	case "terminal":
 		c.droppedTerminal.Inc()
 	default:
 		r.dropped.WithLabelValues(controllerName, reason).Inc()
@@ -269,17 +269,16 @@ func (r *Recorder) AddQueueLength(controller string, delta int) {
 }
 
 // IncRetrieveError implements controller.MetricsRecorder. A kind other
-// than controller.RetrieveErrorDecode or controller.RetrieveErrorAPI is
-// recorded as given, with a slower lookup.
+// than "decode" or "api" is recorded as given, with a slower lookup.
 func (r *Recorder) IncRetrieveError(controllerName string, kind string) {
 	if r == nil {
 		return
 	}
 	c := r.forController(controllerName)
 	switch kind {
-	case controller.RetrieveErrorDecode:
+	case "decode":
 		c.retrieveDecode.Inc()
-	case controller.RetrieveErrorAPI:
+	case "api":
 		c.retrieveAPI.Inc()
 	default:
 		r.retrieve.WithLabelValues(controllerName, kind).Inc()
@@ -336,8 +335,8 @@ func (r *Recorder) forController(name string) *children {
 		handleSuccess:     r.handle.WithLabelValues(name, strconv.FormatBool(true)),
 		handleFailed:      r.handle.WithLabelValues(name, strconv.FormatBool(false)),
 		retries:           r.retries.WithLabelValues(name),
-		droppedMaxRetries: r.dropped.WithLabelValues(name, controller.DropReasonMaxRetries),
-		droppedTerminal:   r.dropped.WithLabelValues(name, controller.DropReasonTerminal),
+		droppedMaxRetries: r.dropped.WithLabelValues(name, "max_retries"),
+		droppedTerminal:   r.dropped.WithLabelValues(name, "terminal"),
 		panics:            r.panics.WithLabelValues(name),
 		queueLen:          r.queueLen.WithLabelValues(name),
 	}
@@ -345,8 +344,8 @@ func (r *Recorder) forController(name string) *children {
 		c.queued[s] = r.queued.WithLabelValues(name, s)
 	}
 	// endregion: series-at-zero
-	c.retrieveDecode = r.retrieve.WithLabelValues(name, controller.RetrieveErrorDecode)
-	c.retrieveAPI = r.retrieve.WithLabelValues(name, controller.RetrieveErrorAPI)
+	c.retrieveDecode = r.retrieve.WithLabelValues(name, "decode")
+	c.retrieveAPI = r.retrieve.WithLabelValues(name, "api")
 	// Two goroutines may build children for the same name at once; both get
 	// the same underlying series from the vecs, and the first stored wins.
 	actual, _ := r.children.LoadOrStore(name, c)

@@ -36,21 +36,21 @@ func newRecorder(t *testing.T, opts kooperprom.Options) (*kooperprom.Recorder, *
 // SetLeader for a leading "pods" and a waiting "standby", and SetShards for
 // a replica of group "tenants" owning 8 of 32 slots.
 func recordEverything(rec *kooperprom.Recorder) {
-	rec.IncQueuedEvent("pods", controller.SourceInitial)
-	rec.IncQueuedEvent("pods", controller.SourceChange)
-	rec.IncQueuedEvent("pods", controller.SourceChange)
-	rec.IncQueuedEvent("pods", controller.SourceRetry)
-	rec.IncQueuedEvent("pods", controller.SourceEnqueue)
-	rec.IncQueuedEvent("pods", controller.SourceEnqueue)
-	rec.IncQueuedEvent("pods", controller.SourceEnqueue)
+	rec.IncQueuedEvent("pods", "initial")
+	rec.IncQueuedEvent("pods", "change")
+	rec.IncQueuedEvent("pods", "change")
+	rec.IncQueuedEvent("pods", "retry")
+	rec.IncQueuedEvent("pods", "enqueue")
+	rec.IncQueuedEvent("pods", "enqueue")
+	rec.IncQueuedEvent("pods", "enqueue")
 	rec.ObserveQueueWait("pods", 50*time.Millisecond)
 	rec.ObserveHandling("pods", true, 200*time.Millisecond)
 	rec.ObserveHandling("pods", false, 2*time.Second)
 	rec.IncRetry("pods")
-	rec.IncDropped("pods", controller.DropReasonMaxRetries)
+	rec.IncDropped("pods", "max_retries")
 	rec.IncPanic("pods")
-	rec.IncRetrieveError("pods", controller.RetrieveErrorDecode)
-	rec.IncRetrieveError("pods", controller.RetrieveErrorDecode)
+	rec.IncRetrieveError("pods", "decode")
+	rec.IncRetrieveError("pods", "decode")
 	rec.AddQueueLength("pods", 3)
 	rec.AddQueueLength("pods", -1)
 	rec.SetLeader("pods", true)
@@ -353,12 +353,12 @@ func TestQueuedEventsAreCountedBySource(t *testing.T) {
 		name   string
 		source string
 	}{
-		{name: "a key of the initial list", source: controller.SourceInitial},
-		{name: "a change the watch saw", source: controller.SourceChange},
-		{name: "a resync", source: controller.SourceResync},
-		{name: "a retry", source: controller.SourceRetry},
-		{name: "a RequeueAfter request", source: controller.SourceRequeue},
-		{name: "a key routed by Enqueue", source: controller.SourceEnqueue},
+		{name: "a key of the initial list", source: "initial"},
+		{name: "a change the watch saw", source: "change"},
+		{name: "a resync", source: "resync"},
+		{name: "a retry", source: "retry"},
+		{name: "a RequeueAfter request", source: "requeue"},
+		{name: "a key routed by Enqueue", source: "enqueue"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -543,11 +543,11 @@ func TestDefaultBuckets(t *testing.T) {
 func TestNilRecorderRecordsNothing(t *testing.T) {
 	var rec *kooperprom.Recorder
 	var mr controller.MetricsRecorder = rec // as a Config would hold it
-	mr.IncQueuedEvent("pods", controller.SourceRetry)
+	mr.IncQueuedEvent("pods", "retry")
 	mr.ObserveQueueWait("pods", time.Second)
 	mr.ObserveHandling("pods", true, time.Second)
 	mr.IncRetry("pods")
-	mr.IncDropped("pods", controller.DropReasonTerminal)
+	mr.IncDropped("pods", "terminal")
 	mr.IncPanic("pods")
 	mr.AddQueueLength("pods", 1)
 	rec.SetLeader("pods", true)
@@ -559,8 +559,8 @@ func TestConcurrentUse(t *testing.T) {
 	controllers := []string{"pods", "nodes", "services"}
 	// Every source, and one the Recorder has no cached series for.
 	sources := []string{
-		controller.SourceInitial, controller.SourceChange, controller.SourceResync,
-		controller.SourceRetry, controller.SourceRequeue, controller.SourceEnqueue, "other",
+		"initial", "change", "resync",
+		"retry", "requeue", "enqueue", "other",
 	}
 	modes := []sharding.Mode{sharding.ModeServerSide, sharding.ModeClientSide}
 	const goroutines, calls = 8, 200
@@ -575,7 +575,7 @@ func TestConcurrentUse(t *testing.T) {
 				rec.ObserveQueueWait(name, time.Millisecond)
 				rec.ObserveHandling(name, i%3 != 0, time.Millisecond)
 				rec.IncRetry(name)
-				rec.IncDropped(name, controller.DropReasonTerminal)
+				rec.IncDropped(name, "terminal")
 				rec.IncPanic(name)
 				rec.AddQueueLength(name, -1)
 				rec.SetLeader(name, i%2 == 0)

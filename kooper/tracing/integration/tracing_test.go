@@ -47,7 +47,7 @@ func TestAHandlingIsASpanWithItsAPICallsAsChildren(t *testing.T) {
 	tracing.InstrumentClient(cfg, tp)
 	client := kubernetes.NewForConfigOrDie(cfg)
 	handled := make(chan struct{})
-	h := controller.TypedHandlerFunc[*corev1.ConfigMap](func(ctx context.Context, cm *corev1.ConfigMap) error {
+	h := func(ctx context.Context, cm *corev1.ConfigMap) error {
 		if cm.Data["seen"] == "yes" {
 			return nil
 		}
@@ -61,15 +61,15 @@ func TestAHandlingIsASpanWithItsAPICallsAsChildren(t *testing.T) {
 		}
 		close(handled)
 		return nil
-	})
+	}
 	// The retriever uses an uninstrumented client: only the handler's calls
 	// are traced.
 	cms := admin.CoreV1().ConfigMaps(ns.Name)
 	ctrl, err := controller.New(controller.Config{
-		Name:          "traced",
-		Handler:       controller.Chain(controller.NewTypedHandler(h), tracing.Middleware(tp)),
-		Retriever:     controller.NewRetriever(cms.List, cms.Watch),
-		DisableResync: true,
+		Name:           "traced",
+		Handler:        controller.Chain(controller.Typed(h), tracing.Middleware(tp)),
+		Retriever:      controller.NewRetriever(cms.List, cms.Watch),
+		ResyncInterval: -1,
 	})
 	if err != nil {
 		t.Fatal(err)

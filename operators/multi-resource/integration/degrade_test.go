@@ -23,7 +23,6 @@ import (
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
-	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/internal/rbactest"
@@ -144,7 +143,7 @@ func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 			queued := func(controller, source string) float64 {
 				return e2etest.Metric(t, registry, "kooper_controller_queued_events_total", map[string]string{"controller": controller, "source": source})
 			}
-			routed := queued(operator.DefaultName, controller.SourceEnqueue)
+			routed := queued(operator.DefaultName, "enqueue")
 			if err := admin.CoreV1().ResourceQuotas(firstNS).Delete(ctx, tenant.QuotaName, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -156,7 +155,7 @@ func TestDegradationOneChildKindForbiddenLeavesTheRestWorking(t *testing.T) {
 			t.Logf("ResourceQuota made again in %s", time.Since(began).Round(time.Millisecond))
 			// Through the ResourceQuota source, which saw the deletion and
 			// queued first: first may have been waiting for a retry too.
-			if n := queued(operator.DefaultName, controller.SourceEnqueue); n <= routed {
+			if n := queued(operator.DefaultName, "enqueue"); n <= routed {
 				t.Errorf("got %v Tenants routed to %s, want more than the %v before the deletion", n, operator.DefaultName, routed)
 			}
 			if _, err := admin.CoreV1().LimitRanges(firstNS).Get(ctx, tenant.LimitRangeName, metav1.GetOptions{}); err != nil {

@@ -1,6 +1,7 @@
 package impls
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -80,8 +81,7 @@ func (k Kooper) Run(ctx context.Context, cfg *rest.Config, handlers []Handler, o
 				return nil
 			}),
 			Retriever:        retriever,
-			ResyncInterval:   opts.Resync,
-			DisableResync:    opts.Resync == 0,
+			ResyncInterval:   cmp.Or(opts.Resync, -1), // 0: never
 			DisableDeepCopy:  k.DisableDeepCopy,
 			HandleDuringSync: k.HandleDuringSync,
 		})

@@ -75,7 +75,7 @@ func NewShardReplica(cfg *rest.Config, namespace string, handle func(context.Con
 			return nil
 		}),
 		Retriever:     controller.NewRetriever(list, watchPods),
-		DisableResync: true,
+		ResyncInterval: -1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("could not create the controller: %w", err)

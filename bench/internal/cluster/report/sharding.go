@@ -11,7 +11,6 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/ledger"
 	"github.com/kooperkit/kooper/bench/internal/cluster/runner"
-	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/sharding"
 )
 
@@ -29,7 +28,7 @@ func printSharding(w io.Writer, res runner.Results) {
 	l := res.Lease
 	fmt.Fprintf(w, "\n## Scenario 6: sharding, Kooper only (no peer shards one controller's objects over active replicas)\n\n")
 	fmt.Fprintf(w, "%d slots; Lease %s/%s/%s (duration/renew deadline/retry period%s); %d workers per replica.\n",
-		st.Slots, l.LeaseDuration, l.RenewDeadline, l.RetryPeriod, defaultsNote(l), controller.DefaultConcurrentWorkers)
+		st.Slots, l.LeaseDuration, l.RenewDeadline, l.RetryPeriod, defaultsNote(l), 3 /* the library's default ConcurrentWorkers */)
 	fmt.Fprintf(w, "Every replica is a child process; the replicas, the parent and the API server share the machine (GOMAXPROCS %d),\n", res.GOMAXPROCS)
 	fmt.Fprintln(w, "so times are figures, not targets. Each run fails on a handling of one key while another is running, in any")
 	fmt.Fprintln(w, "replica, and the membership run also on a final resourceVersion never handled.")

@@ -23,9 +23,12 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
 	"github.com/kooperkit/kooper/bench/internal/cluster/proc"
 	"github.com/kooperkit/kooper/hack/envtest"
-	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/sharding"
 )
+
+// controllerShutdownTimeout is the library's default Config.ShutdownTimeout,
+// which the sharded implementation keeps.
+const controllerShutdownTimeout = 2 * time.Second
 
 // Namespace holds the seeded pods.
 const Namespace = "bench"
@@ -223,8 +226,8 @@ func (o *Options) defaults() error {
 	if o.FreshResync <= 0 {
 		o.FreshResync = 30 * time.Second
 	}
-	if budget := o.Lease.LeaseDuration - o.Lease.RenewDeadline; o.Scenarios.Sharding && budget <= controller.DefaultShutdownTimeout {
-		return fmt.Errorf("sharding needs a lease duration over the renew deadline by more than the controller's shutdown timeout %s, not %s", controller.DefaultShutdownTimeout, budget)
+	if budget := o.Lease.LeaseDuration - o.Lease.RenewDeadline; o.Scenarios.Sharding && budget <= controllerShutdownTimeout {
+		return fmt.Errorf("sharding needs a lease duration over the renew deadline by more than the controller's shutdown timeout %s, not %s", controllerShutdownTimeout, budget)
 	}
 	if o.ShardingOffPods <= 0 {
 		o.ShardingOffPods = 2000

@@ -80,7 +80,7 @@ const namespaceRetry = 2 * time.Second
 
 // New returns h as a controller.Handler of Tenants.
 func (h *Handler) New() controller.Handler {
-	return controller.NewTypedHandler(controller.TypedHandlerFunc[*tenancyv1alpha1.Tenant](h.Handle))
+	return controller.Typed(h.Handle)
 }
 
 // Handle makes t's namespace and children match t, and reports them in

@@ -73,7 +73,7 @@ type Handler struct {
 
 // New returns h as a controller.Handler of PodTerminators.
 func (h *Handler) New() controller.Handler {
-	return controller.NewTypedHandler(controller.TypedHandlerFunc[*chaosv1alpha1.PodTerminator](h.Handle))
+	return controller.Typed(h.Handle)
 }
 
 // Handle handles the latest state of one PodTerminator.

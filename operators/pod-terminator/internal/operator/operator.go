@@ -242,9 +242,9 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// Once the controller has drained, write the Events still queued (a
 	// period just finished names its pods), within a shutdown budget of its
-	// own: a replica that stops cleanly loses none.
+	// own (2s): a replica that stops cleanly loses none.
 	defer func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), controller.DefaultShutdownTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
 		events.Shutdown(ctx)
 	}()
