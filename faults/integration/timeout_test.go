@@ -61,7 +61,7 @@ func TestAHandlersCallEndsAtTheProcessingTimeout(t *testing.T) {
 		Name:              "timeout",
 		Retriever:         controller.NewRetriever(cms.List, cms.Watch),
 		ProcessingTimeout: timeout,
-		ResyncInterval:     -1,
+		ResyncInterval:    -1,
 		Handler: controller.HandlerFunc(func(ctx context.Context, obj kruntime.Object) error {
 			h := handling{rv: obj.(*corev1.ConfigMap).ResourceVersion, began: time.Now()}
 			_, h.err = proxied.CoreV1().ConfigMaps(ns).Get(ctx, "cm-0", metav1.GetOptions{})

@@ -34,7 +34,7 @@ func (k Kooper) Run(ctx context.Context, src *controllertest.Retriever, handle f
 		}),
 		Retriever:         src,
 		ConcurrentWorkers: Workers,
-		ResyncInterval:     -1,
+		ResyncInterval:    -1,
 		DisableDeepCopy:   k.DisableDeepCopy,
 	})
 	if err != nil {

@@ -74,7 +74,7 @@ func NewShardReplica(cfg *rest.Config, namespace string, handle func(context.Con
 			handle(ctx, obj.(metav1.Object))
 			return nil
 		}),
-		Retriever:     controller.NewRetriever(list, watchPods),
+		Retriever:      controller.NewRetriever(list, watchPods),
 		ResyncInterval: -1,
 	})
 	if err != nil {
