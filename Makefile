@@ -87,10 +87,7 @@ devcluster-stop: ## Stop the make devcluster running in another shell, no PID ne
 	$(GO) run ./hack/devcluster -stop
 
 .PHONY: test
-test: ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane (the fault runs included), benchmark smoke tests. TESTFLAGS go to every go test (TESTFLAGS=-v names each test).
-	@# Lint, the generated-code check and the unit tests side by side: alone,
-	@# they left the two cores idle half the time. Their lines interleave.
-	@$(MAKE) --no-print-directory -j --output-sync=line lint verify-generate test-unit
+test: lint verify-generate test-unit ## Everything CI runs: lint, generated-code check, unit tests, integration tests on a local control plane (the fault runs included), benchmark smoke tests. TESTFLAGS go to every go test (TESTFLAGS=-v names each test).
 	@# The integration tests, then the benchmarks' smoke tests side by side
 	@# with the other runs that follow them (test-integration, test-bench).
 	@$(MAKE) --no-print-directory test-integration SIDE_BY_SIDE=_test-bench
