@@ -178,7 +178,8 @@ func (c *Controller) Get(key string) (runtime.Object, bool) {
 // object's latest state from the cache, and a key already waiting in the
 // queue is handled once. This is how a source (Owns, Watches) has an
 // owner handled: the owner's handler then runs only in this controller's
-// workers, never in two at once, whichever kind's change caused it. Enqueue never blocks. Keys enqueued before Run has started,
+// workers, never in two at once, whichever kind's change caused it.
+// Enqueue never blocks. Keys enqueued before Run has started,
 // while a warm standby waits to lead (RunWarm), or after Run has returned
 // are dropped: the initial list, or the takeover, queues every object
 // anyway. A key whose object the cache does not hold when a worker takes it

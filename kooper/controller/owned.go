@@ -365,7 +365,19 @@ func (s *source) related(owner metav1.Object) []any {
 	if err != nil {
 		return nil // no such index: open adds it before storing r
 	}
-	slices.SortFunc(items, func(a, b any) int { return cmp.Compare(objectKey(a), objectKey(b)) })
+	// Each key computed once, not at every comparison.
+	type keyed struct {
+		key  string
+		item any
+	}
+	sorted := make([]keyed, len(items))
+	for i, item := range items {
+		sorted[i] = keyed{objectKey(item), item}
+	}
+	slices.SortFunc(sorted, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	for i, k := range sorted {
+		items[i] = k.item
+	}
 	return items
 }
 
