@@ -61,7 +61,6 @@ func TestEveryImplementationHandlesEveryFinalVersion(t *testing.T) {
 }
 
 func BenchmarkKooper(b *testing.B)            { benchmark(b, impls.Kooper{}) }
-func BenchmarkKooperNoCopy(b *testing.B)      { benchmark(b, impls.Kooper{DisableDeepCopy: true}) }
 func BenchmarkKooperV2(b *testing.B)          { benchmark(b, impls.KooperV2{}) }
 func BenchmarkControllerRuntime(b *testing.B) { benchmark(b, impls.ControllerRuntime{}) }
 func BenchmarkFloor(b *testing.B)             { benchmark(b, impls.Floor{}) }

@@ -76,8 +76,10 @@ func runReplica(ctx context.Context, id string) error {
 	logger := log.NewStd(os.Stderr, log.StdOptions{Level: log.LevelInfo}).With("replica", id)
 	cms := client.CoreV1().ConfigMaps(ns)
 	ctrl, err := controller.New(controller.Config{
-		Name:      "faults",
-		Retriever: controller.NewRetriever(cms.List, cms.Watch),
+		Name: "faults",
+		// A faster bound on silent watches than the default, so that the
+		// tests see it work.
+		Retriever: controller.WithWatchIdleTimeout(controller.NewRetriever(cms.List, cms.Watch), 20*time.Second),
 		Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 			cm := obj.(*corev1.ConfigMap)
 			key := cm.Name
@@ -94,9 +96,7 @@ func runReplica(ctx context.Context, id string) error {
 		ConcurrentWorkers: 4,
 		ShutdownTimeout:   500 * time.Millisecond,
 		ResyncInterval:    time.Minute,
-		// A faster bound than the default, so that the tests see it work.
-		WatchIdleTimeout: 20 * time.Second,
-		Logger:           logger,
+		Logger:            logger,
 	})
 	if err != nil {
 		return err

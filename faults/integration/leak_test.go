@@ -59,7 +59,7 @@ func TestNoLeakAfterFaults(t *testing.T) {
 	var lastRV atomic.Value // of cm-0
 	lastRV.Store("")
 	c, err := controller.New(controller.Config{
-		Name: "leak", Retriever: controller.NewRetriever(cms.List, cms.Watch),
+		Name: "leak", Retriever: controller.WithWatchIdleTimeout(controller.NewRetriever(cms.List, cms.Watch), 5*time.Second),
 		Handler: controller.HandlerFunc(func(_ context.Context, obj kruntime.Object) error {
 			handled.Add(1)
 			if cm := obj.(*corev1.ConfigMap); cm.Name == "cm-0" {
@@ -67,7 +67,6 @@ func TestNoLeakAfterFaults(t *testing.T) {
 			}
 			return nil
 		}),
-		WatchIdleTimeout: 5 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)

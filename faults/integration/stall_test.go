@@ -24,7 +24,7 @@ import (
 
 // A watch whose connection stays open and carries nothing (a load balancer
 // that stopped forwarding, a hung API server) is restarted once it has
-// been silent for WatchIdleTimeout, and the change made meanwhile is
+// been silent for the idle bound, and the change made meanwhile is
 // handled at its latest version; without the bound, the controller misses
 // it for as long as the stall lasts.
 //
@@ -37,17 +37,17 @@ import (
 // begins (a handler's write or a Lease renewal leaves one), the restarted
 // watch's request goes out on it and waits for response headers that never
 // come. This run found that the library bounded a watch only once Watch had
-// returned, so that request waited for ever; WatchIdleTimeout now bounds
+// returned, so that request waited for ever; WithWatchIdleTimeout now bounds
 // the request until its answer too, and the watch is restarted again.
 func TestStalledWatch(t *testing.T) {
 	const idle = 10 * time.Second
 	tests := []struct {
 		name    string
-		disable bool // a negative WatchIdleTimeout
+		disable bool // a negative idle bound
 		pooled  bool // a connection idle in the client's pool is stalled too
 	}{
-		{name: "a stalled watch is restarted after WatchIdleTimeout and the latest version handled"},
-		{name: "without WatchIdleTimeout the change waits for the stall to heal", disable: true},
+		{name: "a stalled watch is restarted after the idle bound and the latest version handled"},
+		{name: "without an idle bound (WithWatchIdleTimeout) the change waits for the stall to heal", disable: true},
 		{name: "a stalled watch restarted onto a stalled pooled connection is restarted again", pooled: true},
 	}
 	for _, tc := range tests {
@@ -58,10 +58,9 @@ func TestStalledWatch(t *testing.T) {
 				idleTimeout = -1 // never
 			}
 			s := startStalling(t, controller.Config{
-				Name:             "stall",
-				WatchIdleTimeout: idleTimeout,
-				ResyncInterval:   -1, // a resync would hand the stale cache to the handler
-			})
+				Name:           "stall",
+				ResyncInterval: -1, // a resync would hand the stale cache to the handler
+			}, idleTimeout)
 
 			if tc.pooled {
 				// The watch holds its connection: this request opens another,
@@ -88,7 +87,7 @@ func TestStalledWatch(t *testing.T) {
 					t.Fatalf("version %s not handled %s after the stall (last handled %s); log:\n%s", latest, 3*idle, s.lastRV(), s.log)
 				}
 				restarts := s.log.restarts(stalled)
-				t.Logf("stall → latest version handled: %s (WatchIdleTimeout %s); restarts logged at %s after the stall",
+				t.Logf("stall → latest version handled: %s (the idle bound %s); restarts logged at %s after the stall",
 					at.Sub(stalled).Round(time.Millisecond), idle, since(stalled, restarts))
 				if len(restarts) == 0 {
 					t.Errorf("handled with no restart of the watch logged: the stall did not hold it; log:\n%s", s.log)
@@ -103,7 +102,7 @@ func TestStalledWatch(t *testing.T) {
 					t.Errorf("%d handlings during the stall, want none", n-before)
 				}
 				if r := s.log.restarts(stalled); len(r) != 0 {
-					t.Errorf("%d restarts of the watch logged without WatchIdleTimeout, want none", len(r))
+					t.Errorf("%d restarts of the watch logged without the idle bound, want none", len(r))
 				}
 				heal()
 				healedAt := time.Now()
@@ -137,7 +136,7 @@ type stalling struct {
 // startStalling runs a controller configured by cfg (Retriever, Handler and
 // Logger are set here) until it has handled cm-0, and stops it after the
 // test, failing it if Run does not return or leaves goroutines behind.
-func startStalling(t *testing.T, cfg controller.Config) *stalling {
+func startStalling(t *testing.T, cfg controller.Config, idleTimeout time.Duration) *stalling {
 	t.Helper()
 	ctx := context.Background()
 	s := &stalling{admin: kubernetes.NewForConfigOrDie(cluster.Config()), ns: fmt.Sprintf("stall-%d-%d", os.Getpid(), runs.Add(1)), log: &lines{}}
@@ -163,7 +162,7 @@ func startStalling(t *testing.T, cfg controller.Config) *stalling {
 	rc.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext // a transport of its own
 	s.client = kubernetes.NewForConfigOrDie(rc)
 	cms := s.client.CoreV1().ConfigMaps(s.ns)
-	cfg.Retriever = controller.NewRetriever(cms.List, cms.Watch)
+	cfg.Retriever = controller.WithWatchIdleTimeout(controller.NewRetriever(cms.List, cms.Watch), idleTimeout)
 	cfg.Handler = controller.HandlerFunc(func(_ context.Context, obj kruntime.Object) error {
 		s.mu.Lock()
 		defer s.mu.Unlock()

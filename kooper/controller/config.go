@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/log"
@@ -19,8 +18,6 @@ type Config struct {
 	Handler Handler
 	// Retriever lists and watches the one resource type this controller
 	// handles; each controller fills its own cache from it. Required.
-	// Controllers given the same *Shared (see NewShared) share one cache
-	// instead.
 	Retriever Retriever
 
 	// ConcurrentWorkers is how many objects are handled at once. One object
@@ -54,62 +51,15 @@ type Config struct {
 	// handling. Default 2 seconds.
 	ShutdownTimeout time.Duration
 
-	// WatchIdleTimeout restarts a watch that received nothing, not even a
-	// bookmark, for this long: a stream that died silently (a proxy that
-	// stopped forwarding, a stuck connection) is replaced by a new watch
-	// from the last version the cache saw, instead of leaving the cache
-	// stale until the watch's own timeout of 5 to 10 minutes. The API
-	// server sends an idle watch a bookmark about every minute. Default 3
-	// minutes; negative: silent watches are left alone, for a Retriever
-	// whose watches send no bookmarks.
-	WatchIdleTimeout time.Duration
-
-	// Transform, if set, is applied to every object before it enters the
-	// cache, after managedFields are dropped: drop what else the handler
-	// never reads (big annotations, say) to save memory. It must not keep a
-	// reference to the input it modifies beyond the returned object, and it
-	// must be idempotent: client-go may apply it more than once to the same
-	// object (0.37 does, to the objects of a streamed initial list: as they
-	// arrive, and as they enter the cache).
-	Transform cache.TransformFunc
-	// KeepManagedFields keeps metadata.managedFields in the cache and in
-	// the objects handed to the handler. By default they are dropped before
-	// objects enter the cache: server-side apply's bookkeeping is a large
-	// share of a typical object (about a fifth of a pod) that handlers
-	// rarely read. Objects returned by the API server's write calls still
-	// carry them.
-	KeepManagedFields bool
-	// DisableDeepCopy hands the handler the cached object itself instead of
-	// its own deep copy. Only for handlers that never mutate the object: a
-	// mutation corrupts the cache shared by every later handling.
-	DisableDeepCopy bool
-	// HandleDuringSync starts handling objects as the initial list streams
-	// in, instead of once the cache holds all of it: the first handlings
-	// start sooner and handling overlaps with decoding. While the cache is
-	// filling, a handler that reads other objects from a cache (this
-	// controller's List, another controller's, a lister) may not find
-	// objects that exist. HasSynced and List still wait for the full sync.
-	// Each object is still handled once for the initial list, Transform
-	// never runs on an object a handler reads, and with client-go 0.37 it
-	// runs once per object (see stream.go): client-go hands a streamed list
-	// to the cache only at its end, so the controller taps the stream and
-	// queues each object as it arrives. It pays when handlers wait on I/O,
-	// whose waits then overlap with the list; a handler with nothing to
-	// wait for has little to overlap (measurements in bench/README.md).
-	// With a Shared retriever, or when the API server cannot stream lists,
-	// handling starts as objects enter the cache. Default false: handling
-	// starts once the cache is complete.
-	HandleDuringSync bool
-
 	// Logger receives the controller's logs. Default log.Noop.
 	Logger log.Logger
 	// MetricsRecorder receives the controller's metrics. Default: none.
 	MetricsRecorder MetricsRecorder
-	// Clock drives every wait and timestamp of the controller (retries,
+	// clock drives every wait and timestamp of the controller (retries,
 	// RequeueAfter, ProcessingTimeout, ShutdownTimeout, SetValidUntil, watch
-	// idle timeouts, handling durations); tests inject a fake. Default the
-	// real clock.
-	Clock clock.WithTickerAndDelayedExecution
+	// idle timeouts, handling durations). The real clock; the package's
+	// tests set a fake one (export_test.go).
+	clock clock.WithTickerAndDelayedExecution
 }
 
 // Defaults of Config's fields (each field's doc says it too).
@@ -121,17 +71,16 @@ const (
 	defaultRetryMaxDelay     = time.Minute
 	defaultProcessingTimeout = time.Minute
 	defaultShutdownTimeout   = 2 * time.Second
-	defaultWatchIdleTimeout  = 3 * time.Minute
+	defaultWatchIdleTimeout  = 3 * time.Minute // WithWatchIdleTimeout
 )
 
 func (c *Config) defaults() {
 	if c.ConcurrentWorkers <= 0 {
 		c.ConcurrentWorkers = defaultConcurrentWorkers
 	}
-	// From here on, 0 is "never" for these three.
+	// From here on, 0 is "never" for these two.
 	c.ResyncInterval = orDefault(c.ResyncInterval, defaultResyncInterval)
 	c.MaxRetries = orDefault(c.MaxRetries, defaultMaxRetries)
-	c.WatchIdleTimeout = orDefault(c.WatchIdleTimeout, defaultWatchIdleTimeout)
 	if c.RetryBaseDelay <= 0 {
 		c.RetryBaseDelay = defaultRetryBaseDelay
 	}
@@ -150,8 +99,8 @@ func (c *Config) defaults() {
 	if c.MetricsRecorder == nil {
 		c.MetricsRecorder = noopRecorder{}
 	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
 }
 
@@ -163,8 +112,6 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: handler is required", ErrInvalidConfig)
 	case c.Retriever == nil:
 		return fmt.Errorf("%w: retriever is required", ErrInvalidConfig)
-	case isShared(c.Retriever) && (c.Transform != nil || c.KeepManagedFields):
-		return fmt.Errorf("%w: a shared retriever's cache is shared: set Transform and KeepManagedFields in its SharedConfig", ErrInvalidConfig)
 	case c.RetryMaxDelay < c.RetryBaseDelay:
 		return fmt.Errorf("%w: retry max delay %s is below the base delay %s", ErrInvalidConfig, c.RetryMaxDelay, c.RetryBaseDelay)
 	}

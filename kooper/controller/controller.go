@@ -25,7 +25,7 @@ type Controller struct {
 	handler Handler  // cfg.Handler wrapped by the controller's own middlewares
 	log     log.Logger
 	// source is where the cache comes from (source.go).
-	source cacheSource
+	source ownInformer
 	ran    atomic.Bool
 	synced atomic.Bool
 	// queue is Run's queue, from the moment Run starts: Enqueue and the
@@ -48,12 +48,11 @@ type Controller struct {
 //
 // sources are kinds the controller watches besides its own, built by Owns
 // (the children its objects control) or Watches (any kind, mapped to keys
-// by a function): each has a cache, filled from its Retriever with cfg's
-// WatchIdleTimeout and KeepManagedFields (not Transform) and never
+// by a function): each has a cache, filled from its Retriever and never
 // resynced, whose every change, deletions included, queues the keys of the
 // controller's objects it relates to (see "Owned kinds" in the package
-// doc). The workers start once every source has synced, HandleDuringSync
-// or not. A source belongs to one controller.
+// doc). The workers start once every source has synced. A source belongs
+// to one controller.
 func New(cfg Config, sources ...Source) (*Controller, error) {
 	cfg.defaults()
 	if err := cfg.validate(); err != nil {
@@ -74,34 +73,17 @@ func New(cfg Config, sources ...Source) (*Controller, error) {
 	//  2. recoverPanics: turns a panic into an error the loop retries;
 	//  3. the user's handler, with the middlewares the user chained.
 	h := Chain(cfg.Handler,
-		measure(cfg.MetricsRecorder, cfg.Name, cfg.Clock),
+		measure(cfg.MetricsRecorder, cfg.Name, cfg.clock),
 		recoverPanics(cfg.MetricsRecorder, cfg.Name, logger),
 	)
 	retrieve := &retrieveErrors{controller: cfg.Name, resource: describe(cfg.Retriever),
-		log: logger, rec: cfg.MetricsRecorder, clock: cfg.Clock}
-	c := &Controller{cfg: cfg, sources: slices.Clone(sources), handler: h, log: logger, retrieve: retrieve, validity: validity{clock: cfg.Clock}}
-	c.source = newCacheSource(cfg, retrieve.handler(), func(key string) { c.add(key, sourceInitial) })
+		log: logger, rec: cfg.MetricsRecorder, clock: cfg.clock}
+	c := &Controller{cfg: cfg, sources: slices.Clone(sources), handler: h, log: logger, retrieve: retrieve, validity: validity{clock: cfg.clock}}
+	c.source = newCacheSource(cfg, retrieve.handler())
 	if err := c.bindSources(); err != nil { // owned.go
 		return nil, err
 	}
 	return c, nil
-}
-
-// cacheTransform is what objects go through before entering the cache:
-// dropping managedFields (unless kept), then the user's transform.
-func cacheTransform(user cache.TransformFunc, keepManagedFields bool) cache.TransformFunc {
-	if keepManagedFields {
-		return user
-	}
-	return func(obj any) (any, error) {
-		if m, ok := obj.(metav1.Object); ok && m.GetManagedFields() != nil {
-			m.SetManagedFields(nil)
-		}
-		if user != nil {
-			return user(obj)
-		}
-		return obj, nil
-	}
 }
 
 // ShutdownTimeout returns the bound on how long Run waits for running
@@ -134,7 +116,7 @@ func (c *Controller) SyncError() error {
 }
 
 // List returns the objects in the controller's cache, as the handler would
-// get them (after Config.Transform), in no particular order, and true; or
+// get them, in no particular order, and true; or
 // nil and false before the cache has synced and after Run has returned. The
 // objects are the cache's own: read them, never modify them. Use it for
 // what is computed over all objects at once, such as a gauge counting them
@@ -193,9 +175,7 @@ func (c *Controller) Enqueue(key string) {
 }
 
 // Run fills the cache from the Retriever, then handles objects with
-// Config.ConcurrentWorkers workers until ctx is done (with
-// Config.HandleDuringSync the workers start at once, as objects arrive). It
-// then cancels the running handlers' contexts, waits up to
+// Config.ConcurrentWorkers workers until ctx is done. It then cancels the running handlers' contexts, waits up to
 // Config.ShutdownTimeout for them and for every goroutine it started, and
 // returns nil once all have returned. Otherwise it returns
 // ErrShutdownTimeout, and the only goroutines it leaves are those running a
@@ -223,7 +203,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
-	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "shared", isShared(c.cfg.Retriever), "warm", leading != nil)
+	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "warm", leading != nil)
 
 	// 1. The queue, then the caches of the sources (owned.go) and the
 	// cache, whose events queue keys from now on (a warm standby's from the
@@ -247,7 +227,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 
 	// 2. The workers start once this replica leads (at once outside leader
 	// election), and once the cache is filled (every listed object is then
-	// queued) unless HandleDuringSync, and the sources' caches are.
+	// queued) and the sources' caches are.
 	workers := newGoroutines()
 	synced := make(chan struct{})
 	workers.Go(func() {
@@ -263,7 +243,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 			}
 			c.log.Info("controller handling")
 		}
-		if !c.cfg.HandleDuringSync && !closedBefore(ctx, synced) {
+		if !closedBefore(ctx, synced) {
 			return
 		}
 		if !sources.waitSynced(ctx) {
@@ -288,7 +268,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	// 3. Drain: workers finish their current key, then exit.
 	queue.ShutDown()
 	defer c.validity.stop()
-	err = workers.wait(c.cfg.Clock, c.cfg.ShutdownTimeout)
+	err = workers.wait(c.cfg.clock, c.cfg.ShutdownTimeout)
 	src.close()
 	sources.close()
 	if err != nil {
@@ -328,7 +308,7 @@ func (q *workQueue) add(key string, p priority) {
 
 func (c *Controller) newQueue() *workQueue {
 	o := newOrder()
-	qcfg := workqueue.TypedQueueConfig[string]{Clock: c.cfg.Clock, Queue: o}
+	qcfg := workqueue.TypedQueueConfig[string]{Clock: c.cfg.clock, Queue: o}
 	if _, noop := c.cfg.MetricsRecorder.(noopRecorder); !noop {
 		// A named queue reports its length and wait times; an unnamed one
 		// skips that bookkeeping entirely.
@@ -336,11 +316,11 @@ func (c *Controller) newQueue() *workQueue {
 		qcfg.MetricsProvider = queueMetrics{rec: c.cfg.MetricsRecorder}
 	}
 	delaying := workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{
-		Name: qcfg.Name, MetricsProvider: qcfg.MetricsProvider, Clock: c.cfg.Clock,
+		Name: qcfg.Name, MetricsProvider: qcfg.MetricsProvider, Clock: c.cfg.clock,
 		Queue: workqueue.NewTypedWithConfig(qcfg),
 	})
 	q := workqueue.NewTypedRateLimitingQueueWithConfig(newBackoff(c.cfg.RetryBaseDelay, c.cfg.RetryMaxDelay),
-		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.Clock, DelayingQueue: delaying})
+		workqueue.TypedRateLimitingQueueConfig[string]{Clock: c.cfg.clock, DelayingQueue: delaying})
 	return &workQueue{TypedRateLimitingInterface: q, order: o}
 }
 
@@ -472,14 +452,11 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		}(ctx)
 		ctx = vctx
 	}
-	obj := item.(runtime.Object)
-	if !c.cfg.DisableDeepCopy {
-		// Never hand out the cached object: it is shared with every later
-		// handling and with the informer.
-		obj = obj.DeepCopyObject()
-	}
+	// Never hand out the cached object: it is shared with every later
+	// handling and with the informer.
+	obj := item.(runtime.Object).DeepCopyObject()
 
-	hctx, release := handlingContext(ctx, c.cfg.Clock, c.cfg.ProcessingTimeout,
+	hctx, release := handlingContext(ctx, c.cfg.clock, c.cfg.ProcessingTimeout,
 		Handling{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1})
 	err = c.handler.Handle(hctx, obj)
 	release()

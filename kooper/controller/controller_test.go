@@ -201,8 +201,8 @@ func TestRequeueAfterHandlesAgainAfterTheDelayOnly(t *testing.T) {
 		}
 		return nil
 	}}
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
-		Clock: clock, MetricsRecorder: rec})
+	stop := start(t, controller.WithClock(controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
+		MetricsRecorder: rec}, clock))
 	// The requeue is recorded just before it is queued with the fake
 	// clock's current time, so stepping from here on is exact.
 	eventually(t, "the requeue is asked for", func() bool { return rec.get("queued "+"requeue") == 1 })
@@ -420,8 +420,8 @@ func TestNothingOfRunIsLeftButAHandlerIgnoringCancellation(t *testing.T) {
 		}
 		return errors.New("failed") // retried after RetryBaseDelay
 	})
-	c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
-		Clock: clk, ShutdownTimeout: time.Second, RetryBaseDelay: 30 * time.Second, RetryMaxDelay: time.Minute})
+	c, err := controller.New(controller.WithClock(controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1,
+		ShutdownTimeout: time.Second, RetryBaseDelay: 30 * time.Second, RetryMaxDelay: time.Minute}, clk))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -516,100 +516,22 @@ func TestResyncHandlesUnchangedObjectsAgain(t *testing.T) {
 	}
 }
 
-func TestTransformRunsBeforeObjectsEnterTheCache(t *testing.T) {
+func TestManagedFieldsAreDroppedBeforeTheCache(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
 	p := pod("a")
-	p.Annotations = map[string]string{"huge": strings.Repeat("x", 1000)}
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: "other"}}
 	mustAdd(t, src, p)
-	got := make(chan map[string]string, 1)
+	got := make(chan int, 1)
 	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
-		got <- obj.(*corev1.Pod).Annotations
+		got <- len(obj.(*corev1.Pod).ManagedFields)
 		return nil
 	})
-	strip := func(obj any) (any, error) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			p.Annotations = nil
-		}
-		return obj, nil
-	}
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1, Transform: strip})
-	if a := <-got; a != nil {
-		t.Errorf("got annotations %v, want none after the transform", a)
-	}
+	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
+	n := <-got
 	_ = stop()
-}
-
-func TestManagedFieldsAreDroppedUnlessKept(t *testing.T) {
-	tests := []struct {
-		name string
-		keep bool
-		user bool // a user Transform too: it runs after the drop
-		want int  // managedFields entries the handler sees
-	}{
-		{name: "default: dropped", want: 0},
-		{name: "default with a user transform: dropped, then transformed", user: true, want: 0},
-		{name: "kept", keep: true, want: 2},
-		{name: "kept with a user transform", keep: true, user: true, want: 2},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
-			p := pod("a")
-			p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: "other"}}
-			mustAdd(t, src, p)
-			type seen struct {
-				fields      int
-				transformed bool
-			}
-			got := make(chan seen, 1)
-			h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
-				p := obj.(*corev1.Pod)
-				got <- seen{len(p.ManagedFields), p.Labels["transformed"] == "yes"}
-				return nil
-			})
-			cfg := controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1, KeepManagedFields: tt.keep}
-			fieldsInTransform := -1
-			if tt.user {
-				cfg.Transform = func(obj any) (any, error) {
-					p := obj.(*corev1.Pod)
-					fieldsInTransform = len(p.ManagedFields)
-					p.Labels = map[string]string{"transformed": "yes"}
-					return p, nil
-				}
-			}
-			stop := start(t, cfg)
-			s := <-got
-			_ = stop()
-			if s.fields != tt.want {
-				t.Errorf("handler saw %d managedFields entries, want %d", s.fields, tt.want)
-			}
-			if tt.user && (!s.transformed || fieldsInTransform != tt.want) {
-				t.Errorf("user transform ran: %v, saw %d managedFields entries; want it run after the drop (%d)", s.transformed, fieldsInTransform, tt.want)
-			}
-		})
-	}
-}
-
-func TestDisableDeepCopyHandsOutTheCachedObject(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
-	mustAdd(t, src, pod("a"))
-	objs := make(chan runtime.Object, 2)
-	var calls atomic.Int32
-	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
-		if calls.Add(1) > 2 {
-			return nil
-		}
-		objs <- obj
-		return controller.RequeueAfter(0)
-	})
-	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1, DisableDeepCopy: true})
-	first, second := <-objs, <-objs
-	_ = stop()
-	if first != second {
-		t.Error("got two different objects for two handlings, want the same cached object")
+	if n != 0 {
+		t.Errorf("handler saw %d managedFields entries, want 0", n)
 	}
 }
 
@@ -720,10 +642,6 @@ func TestListReturnsTheCacheOnlyWhileRunningAndSynced(t *testing.T) {
 	g := gated{Retriever: src, open: make(chan struct{})}
 	c, err := controller.New(controller.Config{
 		Name: "test", Handler: &recorder{}, Retriever: g, ResyncInterval: -1,
-		Transform: func(obj any) (any, error) {
-			obj.(*corev1.Pod).Labels = map[string]string{"transformed": "yes"}
-			return obj, nil
-		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -749,8 +667,8 @@ func TestListReturnsTheCacheOnlyWhileRunningAndSynced(t *testing.T) {
 	var names []string
 	for _, o := range objs {
 		p := o.(*corev1.Pod)
-		if p.Labels["transformed"] != "yes" {
-			t.Errorf("cached pod %s has labels %v, want the Transform's", p.Name, p.Labels)
+		if p.ManagedFields != nil {
+			t.Errorf("cached pod %s has managedFields %v, want them dropped", p.Name, p.ManagedFields)
 		}
 		names = append(names, p.Name)
 	}

@@ -62,8 +62,8 @@ func benchPod() *corev1.Pod {
 	}
 }
 
-// BenchmarkDeepCopy measures the copy each handling gets by default
-// (Config.DisableDeepCopy skips it), for what a cache may hold.
+// BenchmarkDeepCopy measures the copy each handling gets, for what a cache
+// may hold.
 //
 //	cd kooper && go test -run '^$' -bench DeepCopy -benchmem ./controller
 func BenchmarkDeepCopy(b *testing.B) {

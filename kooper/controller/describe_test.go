@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
-	"k8s.io/client-go/tools/cache"
+	"time"
 )
 
 // client-go's messages about a cache ("failed to list ...") name what its
@@ -23,7 +23,7 @@ func TestInformerMessagesNameWhatIsRetrieved(t *testing.T) {
 	}{
 		{name: "a typed client's", r: NewRetriever(pods.List, pods.Watch), want: "*v1.Pod"},
 		{name: "metadata only", r: NewMetadataRetriever(md, corev1.SchemeGroupVersion.WithResource("pods"), ""), want: "pods (metadata)"},
-		{name: "a hand-made ListerWatcher", r: RetrieverFromListerWatcher(&cache.ListWatch{}), want: ""},
+		{name: "decorated", r: WithWatchIdleTimeout(WithoutWatchList(NewRetriever(pods.List, pods.Watch)), time.Minute), want: "*v1.Pod"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,7 +12,7 @@
 // gets to it collapse into one handling of its newest state, and a key that
 // changes while it is being handled is handled once more afterwards, never by
 // two workers at once. Each handling gets its own deep copy of the cached
-// object (Config.DisableDeepCopy turns that off for read-only handlers).
+// object.
 //
 // Fresh changes go first: keys from the initial list and from resyncs wait
 // behind every other key (a change the watch saw, a retry, a RequeueAfter,
@@ -81,16 +81,14 @@
 //
 // Each controller caches every object its Retriever lists, in its own
 // informer. The controller drops managedFields before objects enter the
-// cache (Config.KeepManagedFields keeps them) and applies Config.Transform.
-// [NewMetadataRetriever] caches only metadata, for controllers that need
-// names, labels and owners. Controllers of the same type can share one
-// cache with [NewShared]; by default nothing is shared.
+// cache. [NewMetadataRetriever] caches only metadata, for controllers that
+// need names, labels and owners; a Retriever of your own can drop more
+// from what it returns.
 //
 // # Lifecycle
 //
 // [Controller.Run] fills the cache, waits for it on a channel (no polling),
-// handles objects until its context is done (Config.HandleDuringSync starts
-// handling as the initial list streams in), then cancels running handlers,
+// handles objects until its context is done, then cancels running handlers,
 // waits for them (Config.ShutdownTimeout) and returns with no goroutine left.
 // Leader election (package leaderelection) runs a Controller only while its
 // replica holds a Lease. [Controller.RunSharded] instead handles a share of

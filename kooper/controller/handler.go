@@ -10,7 +10,7 @@ import (
 //
 // Handle is called with the latest state of one object, never a diff, and is
 // expected to make the world match it (level-based). obj is the handler's own
-// deep copy (unless Config.DisableDeepCopy is set), so it may be mutated and
+// deep copy, so it may be mutated and
 // sent back to the API server. Handle is never called for one object from two
 // workers at once, and is not called for deleted objects: use finalizers to
 // clean up external state and owner references for child objects.

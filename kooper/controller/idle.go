@@ -31,6 +31,42 @@ import (
 // unanswered for the bound is cancelled, and the reflector watches again,
 // on a new connection.
 
+// WithWatchIdleTimeout returns r with another bound on how long its watches
+// may stay silent (default 3 minutes; a controller given r uses d): a
+// watch that received nothing, not even a bookmark, for d is replaced by a
+// new watch from the last version the cache saw, and a watch request
+// unanswered for d is cancelled. A negative d leaves silent watches alone,
+// for a Retriever whose watches send no bookmarks. Shorter bounds find a
+// dead stream sooner: the API server sends an idle watch a bookmark about
+// every minute, so d should stay above that.
+func WithWatchIdleTimeout(r Retriever, d time.Duration) Retriever { return idleBound{r, d} }
+
+type idleBound struct {
+	Retriever
+	idle time.Duration
+}
+
+func (b idleBound) IsWatchListSemanticsUnSupported() bool { return watchListUnsupported(b.Retriever) }
+func (b idleBound) describe() string                      { return describe(b.Retriever) }
+func (b idleBound) unwrap() Retriever                     { return b.Retriever }
+
+// idleTimeout returns the idle bound of r's watches: WithWatchIdleTimeout's
+// when r (or a Retriever it wraps) carries one, the default otherwise; 0
+// for none.
+func idleTimeout(r Retriever) time.Duration {
+	for r != nil {
+		if b, ok := r.(idleBound); ok {
+			return orDefault(b.idle, defaultWatchIdleTimeout)
+		}
+		u, ok := r.(interface{ unwrap() Retriever })
+		if !ok {
+			break
+		}
+		r = u.unwrap()
+	}
+	return defaultWatchIdleTimeout
+}
+
 // errWatchUnanswered is returned for a watch request the API server did not
 // answer within the idle timeout.
 var errWatchUnanswered = errors.New("the watch request got no answer")

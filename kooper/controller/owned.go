@@ -180,7 +180,7 @@ func (c *Controller) bindSources() error {
 			return fmt.Errorf("%w: source %s is already given to a controller", ErrInvalidConfig, s.what)
 		}
 		s.retrieve = &retrieveErrors{controller: c.cfg.Name, resource: s.what,
-			log: c.log, rec: c.cfg.MetricsRecorder, clock: c.cfg.Clock}
+			log: c.log, rec: c.cfg.MetricsRecorder, clock: c.cfg.clock}
 	}
 	return nil
 }
@@ -240,32 +240,23 @@ func (o openSources) close() {
 	}
 }
 
-// open starts s's cache for c: an informer of its own, or a *Shared one
-// joined, on a context of its own so that a source that fails can be
+// open starts s's cache for c: an informer of its own, on a context of its own so that a source that fails can be
 // stopped before Run's is done.
 func (s *source) open(ctx context.Context, c *Controller) (*openSource, error) {
 	ctx, stop := context.WithCancel(ctx)
 	h := s.events(c)
 	// Never resynced: the controller's own resync handles every owner
-	// again, children's drift included. Zero, not nil: nil is a Shared
-	// cache's check period.
+	// again, children's drift included.
 	noResync := time.Duration(0)
 	opts := cache.HandlerOptions{ResyncPeriod: &noResync}
-	var open *openCache
-	var err error
-	if shared, ok := s.retriever.(*Shared); ok {
-		open, err = shared.join(ctx, h, opts, s.retrieve.handler())
-	} else {
-		logger := c.log.With(keyResource, s.what)
-		open, err = ownInformer{
-			retriever: s.retriever,
-			transform: cacheTransform(nil, c.cfg.KeepManagedFields),
-			onError:   s.retrieve.handler(),
-			idle:      c.cfg.WatchIdleTimeout,
-			onIdle:    idleLogger(logger, c.cfg.WatchIdleTimeout),
-			clock:     c.cfg.Clock,
-		}.open(ctx, h, opts)
-	}
+	idle := idleTimeout(s.retriever)
+	open, err := ownInformer{
+		retriever: s.retriever,
+		onError:   s.retrieve.handler(),
+		idle:      idle,
+		onIdle:    idleLogger(c.log.With(keyResource, s.what), idle),
+		clock:     c.cfg.clock,
+	}.open(ctx, h, opts)
 	if err == nil {
 		err = addIndex(open.informer, s.index, s.indexFunc)
 		if err != nil {

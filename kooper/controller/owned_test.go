@@ -78,79 +78,61 @@ func (l *ownerLog) waitCalls(t *testing.T, what string, n int) []string {
 
 // Every change of a child, its creation, update and deletion, has its
 // owner handled, and the handler reads the owner's children with Of; other
-// owners, and children of no cached owner, are left alone. Also with the
-// children in a Shared cache that two controllers' sources join.
+// owners, and children of no cached owner, are left alone.
 func TestOwnsHandlesTheOwnerOfEveryChangedChild(t *testing.T) {
 	for _, mode := range modes {
-		for _, shared := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/shared=%t", mode.name, shared), func(t *testing.T) {
-				defer goleak.VerifyNone(t)
-				cms := controllertest.NewRetriever(&corev1.ConfigMap{}, mode.opts)
-				secrets := controllertest.NewRetriever(&corev1.Secret{}, mode.opts)
-				web, db := ownerCM("web", "uid-web"), ownerCM("db", "uid-db")
-				mustAdd(t, cms, web)
-				mustAdd(t, cms, db)
-				webA := mustAdd(t, secrets, childOf("web-a", web)).(*corev1.Secret)
-				mustAdd(t, secrets, childOf("db-a", db))
+		t.Run(mode.name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			cms := controllertest.NewRetriever(&corev1.ConfigMap{}, mode.opts)
+			secrets := controllertest.NewRetriever(&corev1.Secret{}, mode.opts)
+			web, db := ownerCM("web", "uid-web"), ownerCM("db", "uid-db")
+			mustAdd(t, cms, web)
+			mustAdd(t, cms, db)
+			webA := mustAdd(t, secrets, childOf("web-a", web)).(*corev1.Secret)
+			mustAdd(t, secrets, childOf("db-a", db))
 
-				var r controller.Retriever = secrets
-				if shared {
-					s, err := controller.NewShared(controller.SharedConfig{Retriever: secrets})
-					if err != nil {
-						t.Fatal(err)
-					}
-					r = s
-					// Another controller owning Secrets through the same
-					// Shared: the two sources share its cache and index.
-					others := controllertest.NewRetriever(&corev1.ConfigMap{}, mode.opts)
-					otherLog := &ownerLog{children: controller.Owns[*corev1.Secret](s)}
-					stop := start(t, controller.Config{Name: "others", Handler: otherLog, Retriever: others},
-						otherLog.children)
-					defer func() { _ = stop() }()
-				}
-				rec := newMetrics()
-				l := &ownerLog{children: controller.Owns[*corev1.Secret](r)}
-				stop := start(t, controller.Config{Name: "owners", Handler: l, Retriever: cms, ResyncInterval: -1,
-					MetricsRecorder: rec}, l.children)
+			rec := newMetrics()
+			l := &ownerLog{children: controller.Owns[*corev1.Secret](secrets)}
+			stop := start(t, controller.Config{Name: "owners", Handler: l, Retriever: cms, ResyncInterval: -1,
+				MetricsRecorder: rec}, l.children)
 
-				got := l.waitCalls(t, "both owners are handled", 2)
-				slices.Sort(got)
-				if want := []string{"db:db-a", "web:web-a"}; !slices.Equal(got, want) {
-					t.Fatalf("got %q, want %q: each owner with its children", got, want)
-				}
+			got := l.waitCalls(t, "both owners are handled", 2)
+			slices.Sort(got)
+			if want := []string{"db:db-a", "web:web-a"}; !slices.Equal(got, want) {
+				t.Fatalf("got %q, want %q: each owner with its children", got, want)
+			}
 
-				mustAdd(t, secrets, childOf("web-b", web))
-				if got := l.waitCalls(t, "a new child has its owner handled", 3)[2]; got != "web:web-a,web-b" {
-					t.Errorf("got %q after a child was created, want web:web-a,web-b", got)
-				}
-				webA.Labels = map[string]string{"changed": "yes"}
-				mustUpdate(t, secrets, webA)
-				if got := l.waitCalls(t, "a changed child has its owner handled", 4)[3]; got != "web:web-a,web-b" {
-					t.Errorf("got %q after a child changed, want web:web-a,web-b", got)
-				}
-				if err := secrets.Delete(webA); err != nil {
-					t.Fatal(err)
-				}
-				if got := l.waitCalls(t, "a deleted child has its owner handled", 5)[4]; got != "web:web-b" {
-					t.Errorf("got %q after a child was deleted, want web:web-b", got)
-				}
+			mustAdd(t, secrets, childOf("web-b", web))
+			if got := l.waitCalls(t, "a new child has its owner handled", 3)[2]; got != "web:web-a,web-b" {
+				t.Errorf("got %q after a child was created, want web:web-a,web-b", got)
+			}
+			webA.Labels = map[string]string{"changed": "yes"}
+			mustUpdate(t, secrets, webA)
+			if got := l.waitCalls(t, "a changed child has its owner handled", 4)[3]; got != "web:web-a,web-b" {
+				t.Errorf("got %q after a child changed, want web:web-a,web-b", got)
+			}
+			if err := secrets.Delete(webA); err != nil {
+				t.Fatal(err)
+			}
+			if got := l.waitCalls(t, "a deleted child has its owner handled", 5)[4]; got != "web:web-b" {
+				t.Errorf("got %q after a child was deleted, want web:web-b", got)
+			}
 
-				// A child of a web deleted and re-created (another UID), and
-				// one of no owner at all: nothing to handle.
-				mustAdd(t, secrets, childOf("stale", ownerCM("web", "uid-old-web")))
-				mustAdd(t, secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orphan"}})
-				settle()
-				if got := l.Calls(); len(got) != 5 {
-					t.Errorf("got handlings %q, want 5: a stale or missing owner is not queued", got)
-				}
-				if n := rec.get("queued " + "enqueue"); n != 3 {
-					t.Errorf("got %d keys queued by the children, want 3", n)
-				}
-				if err := stop(); err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			})
-		}
+			// A child of a web deleted and re-created (another UID), and
+			// one of no owner at all: nothing to handle.
+			mustAdd(t, secrets, childOf("stale", ownerCM("web", "uid-old-web")))
+			mustAdd(t, secrets, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "orphan"}})
+			settle()
+			if got := l.Calls(); len(got) != 5 {
+				t.Errorf("got handlings %q, want 5: a stale or missing owner is not queued", got)
+			}
+			if n := rec.get("queued " + "enqueue"); n != 3 {
+				t.Errorf("got %d keys queued by the children, want 3", n)
+			}
+			if err := stop(); err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		})
 	}
 }
 
@@ -295,7 +277,8 @@ func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 		secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
 		var sources []controller.Source
 		for range n {
-			sources = append(sources, controller.Owns[*corev1.Secret](secrets))
+			// No idle bound: its timer would be one more goroutine.
+			sources = append(sources, controller.Owns[*corev1.Secret](controller.WithWatchIdleTimeout(secrets, -1)))
 		}
 		return sources, secrets
 	}
@@ -309,8 +292,8 @@ func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 		mustAdd(t, secrets, childOf("web-a", web))
 		handled := make(chan struct{}, 10)
 		before := steadyGoroutines(t)
-		c, err := controller.New(controller.Config{Name: "owners", Retriever: cms,
-			ConcurrentWorkers: 5, WatchIdleTimeout: -1, MetricsRecorder: rec,
+		c, err := controller.New(controller.Config{Name: "owners", Retriever: controller.WithWatchIdleTimeout(cms, -1),
+			ConcurrentWorkers: 5, MetricsRecorder: rec,
 			Handler: controller.HandlerFunc(func(context.Context, kruntime.Object) error {
 				handled <- struct{}{}
 				return nil
@@ -397,55 +380,50 @@ func (f *failing) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Int
 }
 
 // A controller has synced once every cache has, its sources' too: until
-// then SyncError says which source fails, and nothing is handled, with
-// HandleDuringSync too.
+// then SyncError says which source fails, and nothing is handled.
 func TestHasSyncedWaitsForEverySource(t *testing.T) {
-	for _, duringSync := range []bool{false, true} {
-		t.Run(fmt.Sprintf("HandleDuringSync=%t", duringSync), func(t *testing.T) {
-			defer goleak.VerifyNone(t)
-			cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-			mustAdd(t, cms, ownerCM("web", "uid-web"))
-			fine := controller.Owns[*corev1.Secret](controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{}))
-			broken := &failing{Retriever: controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})}
-			var handled atomic.Int32
-			c, err := controller.New(controller.Config{Name: "owners", Retriever: cms, HandleDuringSync: duringSync,
-				Handler: controller.HandlerFunc(func(context.Context, kruntime.Object) error {
-					handled.Add(1)
-					return nil
-				})}, fine, controller.Owns[*corev1.Secret](broken))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- c.Run(ctx) }()
-			defer func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("Run: %v", err)
-				}
-			}()
+	defer goleak.VerifyNone(t)
+	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
+	mustAdd(t, cms, ownerCM("web", "uid-web"))
+	fine := controller.Owns[*corev1.Secret](controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{}))
+	broken := &failing{Retriever: controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})}
+	var handled atomic.Int32
+	c, err := controller.New(controller.Config{Name: "owners", Retriever: cms,
+		Handler: controller.HandlerFunc(func(context.Context, kruntime.Object) error {
+			handled.Add(1)
+			return nil
+		})}, fine, controller.Owns[*corev1.Secret](broken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
 
-			eventually(t, "SyncError says why", func() bool { return c.SyncError() != nil })
-			err = c.SyncError()
-			if !errors.Is(err, controller.ErrDecode) || !strings.Contains(err.Error(), "owners: could not decode the retrieved objects of *v1.Secret") {
-				t.Errorf("got SyncError %q, want ErrDecode naming the controller and the source's type", err)
-			}
-			settle()
-			if c.HasSynced() {
-				t.Error("got synced while a source has not, want not")
-			}
-			if n := handled.Load(); n != 0 {
-				t.Errorf("got %d handlings before a source synced, want none", n)
-			}
+	eventually(t, "SyncError says why", func() bool { return c.SyncError() != nil })
+	err = c.SyncError()
+	if !errors.Is(err, controller.ErrDecode) || !strings.Contains(err.Error(), "owners: could not decode the retrieved objects of *v1.Secret") {
+		t.Errorf("got SyncError %q, want ErrDecode naming the controller and the source's type", err)
+	}
+	settle()
+	if c.HasSynced() {
+		t.Error("got synced while a source has not, want not")
+	}
+	if n := handled.Load(); n != 0 {
+		t.Errorf("got %d handlings before a source synced, want none", n)
+	}
 
-			broken.cured.Store(true)
-			eventually(t, "the controller syncs once the source does", c.HasSynced)
-			eventually(t, "the owner is handled", func() bool { return handled.Load() == 1 })
-			if err := c.SyncError(); err != nil {
-				t.Errorf("got SyncError %v once synced, want nil", err)
-			}
-		})
+	broken.cured.Store(true)
+	eventually(t, "the controller syncs once the source does", c.HasSynced)
+	eventually(t, "the owner is handled", func() bool { return handled.Load() == 1 })
+	if err := c.SyncError(); err != nil {
+		t.Errorf("got SyncError %v once synced, want nil", err)
 	}
 }
 

@@ -156,124 +156,14 @@ func runInformer(t *testing.T, lw cache.ListerWatcher, transform cache.Transform
 	}
 }
 
-// checkTransformGetsWatchedObjects streams objects through a real informer
-// whose watches are wrapped by wrap, and reports whether its transform is
-// handed the very objects the watch sent.
-func checkTransformGetsWatchedObjects(t *testing.T, wrap func(watch.Interface) watch.Interface) error {
-	lw := &streamingLW{n: 5, wrap: wrap}
-	var mu sync.Mutex
-	calls, foreign := 0, 0
-	runInformer(t, lw, func(obj any) (any, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		calls++
-		if !lw.wasSent(obj) {
-			foreign++
+// listOf is lw's ListWithContext with the typed result NewRetriever wants.
+func listOf(lw *streamingLW) func(context.Context, metav1.ListOptions) (*corev1.ConfigMapList, error) {
+	return func(ctx context.Context, opts metav1.ListOptions) (*corev1.ConfigMapList, error) {
+		obj, err := lw.ListWithContext(ctx, opts)
+		if err != nil {
+			return nil, err
 		}
-		return obj, nil
-	}, nil)
-	if lw.firstCall() != "stream" {
-		return fmt.Errorf("got first call %q, want a streamed initial list: the pin needs watch-list", lw.firstCall())
-	}
-	t.Logf("the transform ran %d times for %d streamed objects", calls, lw.n)
-	if calls == 0 || foreign > 0 {
-		return fmt.Errorf("client-go handed the cache's transform %d objects of %d that the watch never sent (copies?): "+
-			"kooper/controller/stream.go (early.cacheTransform) skips the objects the tap already transformed by pointer; "+
-			"with copies, Config.Transform runs twice per object under HandleDuringSync (still on objects no worker reads): "+
-			"key the skip by something that survives a copy, or drop the once-per-object promise in config.go", foreign, calls)
-	}
-	return nil
-}
-
-func TestPinTheCacheTransformGetsTheWatchedObjects(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	if err := checkTransformGetsWatchedObjects(t, nil); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// copyingWatch hands on a deep copy of each event's object: what a client-go
-// that copied objects between its watch and its cache would do.
-type copyingWatch struct {
-	watch.Interface
-	out chan watch.Event
-}
-
-func newCopyingWatch(w watch.Interface) watch.Interface {
-	c := &copyingWatch{Interface: w, out: make(chan watch.Event)}
-	go func() {
-		defer close(c.out)
-		for ev := range w.ResultChan() {
-			ev.Object = ev.Object.DeepCopyObject()
-			c.out <- ev
-		}
-	}()
-	return c
-}
-
-func (c *copyingWatch) ResultChan() <-chan watch.Event { return c.out }
-
-func TestThePinCatchesACopyBetweenTheWatchAndTheTransform(t *testing.T) {
-	err := checkTransformGetsWatchedObjects(t, newCopyingWatch)
-	if err == nil {
-		t.Fatal("got no error with objects copied on the way, want the pin to fail")
-	}
-	t.Logf("the pin fails with: %v", err)
-}
-
-// The cache's transform runs on an object the tap already transformed and
-// a worker may be reading only if client-go hands it that very object, and
-// then the tap's skip sees it. With copies (the changed behaviour above),
-// the second transform runs on the copy: Config.Transform being idempotent,
-// the cache still gets the transformed object, and no worker's object is
-// written. HandleDuringSync's guarantees hold either way.
-func TestATappedStreamIsRightWhenClientGoCopiesObjects(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	var mu sync.Mutex
-	counts := map[string]int{}
-	transform := func(obj any) (any, error) {
-		cm := obj.(*corev1.ConfigMap)
-		mu.Lock()
-		counts[cm.Name]++
-		mu.Unlock()
-		if cm.Labels == nil {
-			cm.Labels = map[string]string{}
-		}
-		cm.Labels["transformed"] = "yes" // idempotent
-		return cm, nil
-	}
-	for _, copies := range []bool{false, true} {
-		t.Run(fmt.Sprintf("copies=%v", copies), func(t *testing.T) {
-			clear(counts)
-			lw := &streamingLW{n: 5}
-			var queued sync.Map
-			e := &early{transform: transform, queue: func(key string) { queued.Store(key, true) }}
-			lw.wrap = func(w watch.Interface) watch.Interface { return tapInitialEvents(w, e.arrived) }
-			if copies {
-				// The reflector gets copies of the objects the tap
-				// transformed and remembered.
-				lw.wrap = func(w watch.Interface) watch.Interface { return newCopyingWatch(tapInitialEvents(w, e.arrived)) }
-			}
-			var added sync.Map
-			runInformer(t, lw, e.cacheTransform(transform), cache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
-				added.Store(obj.(*corev1.ConfigMap).Name, obj.(*corev1.ConfigMap).Labels["transformed"])
-			}})
-			for i := range lw.n {
-				name := fmt.Sprintf("cm%d", i)
-				if v, _ := added.Load(name); v != "yes" {
-					t.Errorf("%s: got label transformed=%v in the cache, want yes", name, v)
-				}
-				if _, ok := queued.Load("ns/" + name); !ok {
-					t.Errorf("%s: not queued by the tap", name)
-				}
-				if got, ok := e.get("ns/" + name); !ok || got.(*corev1.ConfigMap).Labels["transformed"] != "yes" {
-					t.Errorf("%s: got remembered %v, want the transformed object", name, got)
-				}
-			}
-			mu.Lock()
-			t.Logf("transform calls per object: %v", counts)
-			mu.Unlock()
-		})
+		return obj.(*corev1.ConfigMapList), nil
 	}
 }
 
@@ -304,7 +194,7 @@ func TestPinTheReflectorListsForAClientWithoutWatchList(t *testing.T) {
 	}
 	// And through kooper's own wrappers, as a controller builds them.
 	lw2 := &streamingLW{n: 2}
-	r := WithoutWatchList(RetrieverFromListerWatcher(lw2))
+	r := WithWatchIdleTimeout(WithoutWatchList(NewRetriever(listOf(lw2), lw2.WatchWithContext)), time.Minute)
 	if err := checkReflectorLists(t, lw2, listerWatcher{ctx: context.Background(), r: r}); err != nil {
 		t.Fatal(err)
 	}
@@ -323,146 +213,6 @@ func TestThePinCatchesAReflectorThatNoLongerReadsTheMarker(t *testing.T) {
 		t.Fatal("got no error from a reflector that streamed, want the pin to fail")
 	}
 	t.Logf("the pin fails with: %v", err)
-}
-
-// checkShutDownWaits registers a handler that blocks in OnAdd on a real
-// informer, then calls shutDown (cache.ShutDownEventHandler, as
-// Shared.leave does) and reports whether it waited for the handler to
-// return and no call came after it.
-func checkShutDownWaits(t *testing.T, shutDown func(cache.SharedInformer, cache.ResourceEventHandlerRegistration) error) error {
-	lw := &streamingLW{n: 3}
-	informer := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
-	entered, release := make(chan struct{}, 1), make(chan struct{})
-	var mu sync.Mutex
-	returned, callsAfter := false, 0
-	shutDownReturned := false
-	reg, err := informer.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: func(any) {
-		mu.Lock()
-		if shutDownReturned {
-			callsAfter++
-		}
-		mu.Unlock()
-		select {
-		case entered <- struct{}{}:
-		default:
-		}
-		<-release
-		mu.Lock()
-		returned = true
-		mu.Unlock()
-	}})
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		informer.RunWithContext(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-stopped
-	}()
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		close(release)
-		return errors.New("the handler was not called within 10s")
-	}
-	done := make(chan error, 1)
-	go func() {
-		err := shutDown(informer, reg)
-		mu.Lock()
-		shutDownReturned = true
-		mu.Unlock()
-		done <- err
-	}()
-	var early error
-	select {
-	case err := <-done:
-		early = fmt.Errorf("cache.ShutDownEventHandler returned (error %w) while the handler was still running", err)
-	case <-time.After(200 * time.Millisecond):
-	}
-	close(release)
-	if early == nil {
-		select {
-		case err := <-done:
-			if err != nil {
-				early = fmt.Errorf("cache.ShutDownEventHandler failed: %w", err)
-			}
-		case <-time.After(10 * time.Second):
-			early = errors.New("cache.ShutDownEventHandler did not return within 10s of the handler returning")
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if early == nil && (!returned || callsAfter > 0) {
-		early = fmt.Errorf("got %d handler calls after cache.ShutDownEventHandler returned, want none", callsAfter)
-	}
-	if early != nil {
-		return fmt.Errorf("%w: kooper/controller/shared.go (Shared.leave) relies on it to wait for a leaving "+
-			"controller's handler, so that no goroutine of a controller outlives its Run", early)
-	}
-	return nil
-}
-
-func TestPinShutDownEventHandlerWaitsForTheHandler(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	if err := checkShutDownWaits(t, cache.ShutDownEventHandler); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// closedShutdown is a registration whose ShutdownChan is closed at once:
-// what a client-go whose removal no longer tracks the handler's goroutine
-// would give.
-type closedShutdown struct {
-	cache.ResourceEventHandlerRegistration
-}
-
-func (closedShutdown) ShutdownChan() <-chan struct{} {
-	c := make(chan struct{})
-	close(c)
-	return c
-}
-
-// hidden is a registration without ShutdownChan.
-type hidden struct {
-	cache.ResourceEventHandlerRegistration
-}
-
-// unwrapping removes the real registration of a closedShutdown or hidden.
-type unwrapping struct{ cache.SharedInformer }
-
-func (u unwrapping) RemoveEventHandler(reg cache.ResourceEventHandlerRegistration) error {
-	switch r := reg.(type) {
-	case closedShutdown:
-		reg = r.ResourceEventHandlerRegistration
-	case hidden:
-		reg = r.ResourceEventHandlerRegistration
-	}
-	return u.SharedInformer.RemoveEventHandler(reg)
-}
-
-func TestThePinCatchesARemovalThatDoesNotWait(t *testing.T) {
-	fakes := map[string]func(cache.SharedInformer, cache.ResourceEventHandlerRegistration) error{
-		"a removal that does not wait": func(i cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) error {
-			return cache.ShutDownEventHandler(unwrapping{i}, closedShutdown{reg})
-		},
-		"a registration without ShutdownChan": func(i cache.SharedInformer, reg cache.ResourceEventHandlerRegistration) error {
-			return cache.ShutDownEventHandler(unwrapping{i}, hidden{reg})
-		},
-	}
-	for name, shutDown := range fakes {
-		t.Run(name, func(t *testing.T) {
-			err := checkShutDownWaits(t, shutDown)
-			if err == nil {
-				t.Fatal("got no error, want the pin to fail")
-			}
-			t.Logf("the pin fails with: %v", err)
-		})
-	}
 }
 
 // decodeCase is an answer the API server might give, decoded by client-go's

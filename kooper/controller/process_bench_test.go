@@ -39,7 +39,7 @@ func BenchmarkProcess(b *testing.B) {
 		}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			c, err := New(Config{Name: "bench", Handler: bc.handler, Retriever: hungRetriever{}, DisableDeepCopy: true})
+			c, err := New(Config{Name: "bench", Handler: bc.handler, Retriever: hungRetriever{}})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -14,7 +14,7 @@ import (
 // testQueue returns a controller queue on clock, shut down at the end.
 func testQueue(t testing.TB, clock *testingclock.FakeClock) *workQueue {
 	t.Helper()
-	cfg := Config{Clock: clock, MetricsRecorder: noopRecorder{}}
+	cfg := Config{clock: clock, MetricsRecorder: noopRecorder{}}
 	cfg.defaults()
 	q := (&Controller{cfg: cfg}).newQueue()
 	t.Cleanup(q.ShutDown)

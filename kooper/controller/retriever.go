@@ -22,43 +22,40 @@ import (
 // with no LIST at all, and List is used only as a fallback.
 //
 // A Retriever that cannot stream the initial list, such as one over a fake
-// clientset, must say so by implementing [WatchListUnsupported]; see there.
+// clientset, must say so with a method IsWatchListSemanticsUnSupported()
+// bool returning true: the cache then lists, and watches from the list's
+// version. Fakes need it. A fake watch ignores sendInitialEvents and never
+// sends the bookmark that ends an initial list, so a cache streaming from a
+// fake waits for it forever: its controller never syncs, and Run handles
+// nothing. client-go's fake clientsets (kubernetes, metadata, dynamic and
+// client-gen's) have the method, but the typed clients they hand out do
+// not: wrap a Retriever over a fake clientset's typed client with
+// [WithoutWatchList]. [NewMetadataRetriever] reads the method of its client
+// itself; a Retriever that wraps another must forward it. The method is the
+// one client-go's reflector looks for (through
+// watchlist.DoesClientNotSupportWatchListSemantics);
+// TestPinTheReflectorListsForAClientWithoutWatchList fails if a new
+// client-go stops looking for it.
 type Retriever interface {
 	List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 }
 
-// WatchListUnsupported is implemented by a Retriever (or a client) that
-// cannot stream an initial list, when IsWatchListSemanticsUnSupported
-// returns true: the cache then lists, and watches from the list's version.
-//
-// Fakes need it. A fake watch ignores sendInitialEvents and never sends the
-// bookmark that ends an initial list, so a cache streaming from a fake
-// waits for it forever: its controller never syncs, and Run handles
-// nothing. client-go's fake clientsets (kubernetes, metadata, dynamic and
-// client-gen's) implement it, but the typed clients they hand out do not:
-// wrap a Retriever over a fake clientset's typed client with
-// [WithoutWatchList]. [NewMetadataRetriever], [RetrieverFromListerWatcher]
-// and [Shared] read or forward it themselves; a Retriever that wraps
-// another must forward it.
-//
-// The method is the one client-go's reflector looks for (through
-// watchlist.DoesClientNotSupportWatchListSemantics);
-// TestPinTheReflectorListsForAClientWithoutWatchList fails if a new
-// client-go stops looking for it.
-type WatchListUnsupported interface {
+// watchListMarker is the method a Retriever that cannot stream an
+// initial list has (see Retriever).
+type watchListMarker interface {
 	IsWatchListSemanticsUnSupported() bool
 }
 
 // watchListUnsupported reports whether v says it cannot stream an initial
 // list.
 func watchListUnsupported(v any) bool {
-	u, ok := v.(WatchListUnsupported)
+	u, ok := v.(watchListMarker)
 	return ok && u.IsWatchListSemanticsUnSupported()
 }
 
 // WithoutWatchList returns r marked as unable to stream its initial list
-// (see [WatchListUnsupported]), for a Retriever over a fake clientset:
+// (see [Retriever]), for a Retriever over a fake clientset:
 //
 //	client := fake.NewClientset(objects...)
 //	pods := client.CoreV1().Pods("")
@@ -68,15 +65,14 @@ func WithoutWatchList(r Retriever) Retriever { return noWatchList{r} }
 type noWatchList struct{ Retriever }
 
 var (
-	_ WatchListUnsupported = noWatchList{}
-	_ WatchListUnsupported = (*funcRetriever[runtime.Object])(nil)
-	_ WatchListUnsupported = (*lwRetriever)(nil)
-	_ WatchListUnsupported = listerWatcher{}
-	_ WatchListUnsupported = (*Shared)(nil)
+	_ watchListMarker = noWatchList{}
+	_ watchListMarker = (*funcRetriever[runtime.Object])(nil)
+	_ watchListMarker = listerWatcher{}
 )
 
 func (noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
 func (n noWatchList) describe() string                    { return describe(n.Retriever) }
+func (n noWatchList) unwrap() Retriever                   { return n.Retriever }
 
 // NewRetriever returns a Retriever over a typed client's List and Watch
 // methods, the usual way to retrieve a built-in or generated type:
@@ -96,7 +92,7 @@ type funcRetriever[L runtime.Object] struct {
 	list  func(context.Context, metav1.ListOptions) (L, error)
 	watch func(context.Context, metav1.ListOptions) (watch.Interface, error)
 	// noWatchList says that list and watch come from a fake
-	// (NewMetadataRetriever only; see WatchListUnsupported).
+	// (NewMetadataRetriever only; see Retriever).
 	noWatchList bool
 	// what names the objects in client-go's messages; default: the type
 	// of the list's items, e.g. "*v1.Pod".
@@ -159,48 +155,12 @@ func NewMetadataRetriever(client metadata.Interface, resource schema.GroupVersio
 		noWatchList: watchListUnsupported(client), what: resource.GroupResource().String() + " (metadata)"}
 }
 
-// RetrieverFromListerWatcher adapts a client-go ListerWatcher, such as one
-// built by hand for a type without a typed client:
-//
-//	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-//		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-//			return client.CoreV1().Pods("").List(ctx, o)
-//		},
-//		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-//			return client.CoreV1().Pods("").Watch(ctx, o)
-//		},
-//	}, client)
-//	r := controller.RetrieverFromListerWatcher(lw)
-//
-// The caller's context and options reach lw unchanged, and lw's
-// watch-list support marker stays visible (see [WatchListUnsupported]).
-func RetrieverFromListerWatcher(lw cache.ListerWatcher) Retriever {
-	return &lwRetriever{orig: lw, lw: cache.ToListerWatcherWithContext(lw)}
-}
-
-type lwRetriever struct {
-	orig cache.ListerWatcher
-	lw   cache.ListerWatcherWithContext
-}
-
-func (r *lwRetriever) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	return r.lw.ListWithContext(ctx, opts)
-}
-
-func (r *lwRetriever) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	return r.lw.WatchWithContext(ctx, opts)
-}
-
-func (r *lwRetriever) IsWatchListSemanticsUnSupported() bool { return watchListUnsupported(r.orig) }
-
 // listerWatcher turns a Retriever into the client-go ListerWatcher that the
 // informer needs, bound to the context of one Run. The reflector only calls
 // the WithContext methods; the others exist to satisfy cache.ListerWatcher.
 type listerWatcher struct {
 	ctx context.Context
 	r   Retriever
-	// tap, if set, wraps the watches that stream an initial list.
-	tap func(watch.Interface) watch.Interface
 	// idle, if positive, ends a watch that received nothing for that long
 	// on clock (idle.go; nil: the real clock); onIdle is told.
 	idle   time.Duration
@@ -226,23 +186,14 @@ func (l listerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOpti
 }
 
 func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	var w watch.Interface
-	var err error
-	if l.idle > 0 {
-		onIdle := l.onIdle
-		if onIdle == nil {
-			onIdle = func() {}
-		}
-		if w, err = watchUnanswered(ctx, l.clock, l.r, opts, l.idle, onIdle); err != nil {
-			return w, err
-		}
-	} else if w, err = l.r.Watch(ctx, opts); err != nil {
-		return w, err
+	if l.idle <= 0 {
+		return l.r.Watch(ctx, opts)
 	}
-	if l.tap == nil || opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
-		return w, nil
+	onIdle := l.onIdle
+	if onIdle == nil {
+		onIdle = func() {}
 	}
-	return l.tap(w), nil
+	return watchUnanswered(ctx, l.clock, l.r, opts, l.idle, onIdle)
 }
 
 // IsWatchListSemanticsUnSupported forwards the Retriever's marker: hiding it

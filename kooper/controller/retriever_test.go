@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 	metadatafake "k8s.io/client-go/metadata/fake"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 	"k8s.io/utils/ptr"
 
@@ -38,22 +37,19 @@ func (s *spy) record(ctx context.Context, verb string, o metav1.ListOptions) {
 		ptr.Deref(o.SendInitialEvents, false), o.AllowWatchBookmarks, o.LabelSelector))
 }
 
-func (s *spy) listWatch() *cache.ListWatch {
-	return &cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			s.record(ctx, "list", o)
-			return s.src.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			s.record(ctx, "watch", o)
-			return s.src.Watch(ctx, o)
-		},
-	}
+func (s *spy) List(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+	s.record(ctx, "list", o)
+	return s.src.List(ctx, o)
 }
 
-func TestRetrieverFromListerWatcherPassesContextAndOptionsThrough(t *testing.T) {
+func (s *spy) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+	s.record(ctx, "watch", o)
+	return s.src.Watch(ctx, o)
+}
+
+func TestDecoratorsPassContextAndOptionsThrough(t *testing.T) {
 	s := &spy{src: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})}
-	r := controller.RetrieverFromListerWatcher(s.listWatch())
+	r := controller.WithWatchIdleTimeout(controller.WithoutWatchList(s), time.Minute)
 	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
 	opts := metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true, LabelSelector: "app=web"}
 	if _, err := r.List(ctx, opts); err != nil {
@@ -76,7 +72,7 @@ func TestTheControllersContextAndWatchListOptionsReachTheRetriever(t *testing.T)
 	mustAdd(t, src, pod("a"))
 	s := &spy{src: src}
 	handled := make(chan struct{}, 1)
-	c, err := controller.New(controller.Config{Name: "test", Retriever: controller.RetrieverFromListerWatcher(s.listWatch()),
+	c, err := controller.New(controller.Config{Name: "test", Retriever: s,
 		Handler: controller.HandlerFunc(func(context.Context, runtime.Object) error {
 			handled <- struct{}{}
 			return nil
@@ -98,34 +94,6 @@ func TestTheControllersContextAndWatchListOptionsReachTheRetriever(t *testing.T)
 	if want := `watch run true true ""`; len(s.got) == 0 || s.got[0] != want {
 		t.Errorf("got calls %v, want the first to be %s", s.got, want)
 	}
-}
-
-func TestAControllerOverAFakeClientsetSyncs(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	client := fake.NewClientset(
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "p1"}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "b", Name: "p2"}},
-	)
-	lw := cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			return client.CoreV1().Pods("").List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return client.CoreV1().Pods("").Watch(ctx, o)
-		},
-	}, client)
-	r := controller.RetrieverFromListerWatcher(lw)
-	if !watchlist.DoesClientNotSupportWatchListSemantics(r) {
-		t.Fatal("got a Retriever hiding the fake clientset's watch-list marker, want it forwarded")
-	}
-	h := &recorder{}
-	stop := start(t, controller.Config{Name: "test", Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
-		return h.Handle(ctx, obj)
-	}), Retriever: r, ResyncInterval: -1})
-	eventually(t, "both pods are handled (an informer hiding the marker hangs here)", func() bool {
-		return h.countOf("p1") == 1 && h.countOf("p2") == 1
-	})
-	_ = stop()
 }
 
 func TestNewRetrieverOverAFakeClientsetSyncsWithoutWatchList(t *testing.T) {
@@ -155,9 +123,8 @@ func TestFakeClientsetsAreWatchListUnsupported(t *testing.T) {
 		"WithoutWatchList": controller.WithoutWatchList(controller.NewRetriever(pods.List, pods.Watch)),
 	}
 	for name, c := range clients {
-		u, ok := c.(controller.WatchListUnsupported)
-		if !ok || !u.IsWatchListSemanticsUnSupported() {
-			t.Errorf("%s: got no WatchListUnsupported marker returning true, want one", name)
+		if !watchlist.DoesClientNotSupportWatchListSemantics(c) {
+			t.Errorf("%s: got no IsWatchListSemanticsUnSupported marker returning true, want one", name)
 		}
 	}
 	if watchlist.DoesClientNotSupportWatchListSemantics(controller.NewRetriever(pods.List, pods.Watch)) {
@@ -191,14 +158,9 @@ func TestEveryRetrieverOverAFakeClientSyncs(t *testing.T) {
 			md := metadatafake.NewSimpleMetadataClient(scheme, podMeta)
 			return controller.NewMetadataRetriever(md, corev1.SchemeGroupVersion.WithResource("pods"), "")
 		}, controller.Config{}},
-		{"Shared", func(t *testing.T) controller.Retriever {
-			s, err := controller.NewShared(controller.SharedConfig{Retriever: typed()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
+		{"WithWatchIdleTimeout", func(*testing.T) controller.Retriever {
+			return controller.WithWatchIdleTimeout(typed(), time.Minute)
 		}, controller.Config{}},
-		{"HandleDuringSync", func(*testing.T) controller.Retriever { return typed() }, controller.Config{HandleDuringSync: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

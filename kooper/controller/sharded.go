@@ -30,9 +30,6 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 	if shards == nil {
 		return fmt.Errorf("%w: RunSharded needs Shards", ErrInvalidConfig)
 	}
-	if shards.server && isShared(c.cfg.Retriever) {
-		return fmt.Errorf("%w: server-side shards need a Retriever of the controller's own, not a Shared one", ErrInvalidConfig)
-	}
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
@@ -102,7 +99,7 @@ func (c *Controller) RunSharded(ctx context.Context, shards *Shards) error {
 	}
 
 	queue.ShutDown()
-	err = workers.wait(c.cfg.Clock, c.cfg.ShutdownTimeout)
+	err = workers.wait(c.cfg.clock, c.cfg.ShutdownTimeout)
 	slotsWG.Wait()
 	for _, open := range shards.caches() {
 		open.close() // stopped with ctx

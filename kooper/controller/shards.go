@@ -228,7 +228,7 @@ func (s *Shards) begin(slot int, cancel context.CancelFunc) (h *handlingStop, ok
 	if !st.acquired || s.run == nil {
 		return nil, false
 	}
-	if !s.validUntil.IsZero() && !s.run.c.cfg.Clock.Now().Before(s.validUntil) {
+	if !s.validUntil.IsZero() && !s.run.c.cfg.clock.Now().Before(s.validUntil) {
 		return nil, false
 	}
 	h = &handlingStop{cancel: cancel}
@@ -373,11 +373,10 @@ func (r *shardedRun) start(slot int) {
 	src := ownInformer{
 		retriever: slotRetriever{Retriever: r.c.cfg.Retriever, selector: SlotSelector([]int{slot}, r.s.count)},
 		resync:    r.c.cfg.ResyncInterval,
-		transform: cacheTransform(r.c.cfg.Transform, r.c.cfg.KeepManagedFields),
 		onError:   r.c.retrieve.handler(),
-		idle:      r.c.cfg.WatchIdleTimeout,
-		onIdle:    idleLogger(r.c.log, r.c.cfg.WatchIdleTimeout),
-		clock:     r.c.cfg.Clock,
+		idle:      r.c.source.idle,
+		onIdle:    r.c.source.onIdle,
+		clock:     r.c.cfg.clock,
 	}
 	open, err := src.open(ctx, r.c.shardedEvents(r.s), cache.HandlerOptions{ResyncPeriod: &r.c.cfg.ResyncInterval})
 	if err != nil {

@@ -41,74 +41,60 @@ func (p *poisoned) Watch(ctx context.Context, opts metav1.ListOptions) (watch.In
 
 func TestSyncErrorSaysWhichObjectsCannotBeDecodedUntilTheyCan(t *testing.T) {
 	for _, mode := range modes {
-		for _, shared := range []bool{false, true} {
-			name := mode.name
-			if shared {
-				name += ", shared cache"
+		t.Run(mode.name, func(t *testing.T) {
+			t.Cleanup(func() { goleak.VerifyNone(t) }) // runs after the controllers stop
+			src := &poisoned{Retriever: controllertest.NewRetriever(&corev1.Pod{}, mode.opts)}
+			mustAdd(t, src.Retriever, pod("good"))
+			var r controller.Retriever = src
+			names := []string{"pods"}
+			var ctrls []*controller.Controller
+			var handlers []*recorder
+			m := newMetrics()
+			for _, n := range names {
+				h := &recorder{}
+				c, err := controller.New(controller.Config{Name: n, Handler: h, Retriever: r, ResyncInterval: -1, MetricsRecorder: m})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.SyncError() != nil {
+					t.Errorf("%s: got SyncError %v before Run, want nil", n, c.SyncError())
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- c.Run(ctx) }()
+				t.Cleanup(func() {
+					cancel()
+					if err := <-done; err != nil {
+						t.Errorf("Run: %v", err)
+					}
+				})
+				ctrls = append(ctrls, c)
+				handlers = append(handlers, h)
 			}
-			t.Run(name, func(t *testing.T) {
-				t.Cleanup(func() { goleak.VerifyNone(t) }) // runs after the controllers stop
-				src := &poisoned{Retriever: controllertest.NewRetriever(&corev1.Pod{}, mode.opts)}
-				mustAdd(t, src.Retriever, pod("good"))
-				var r controller.Retriever = src
-				names := []string{"pods"}
-				if shared {
-					s, err := controller.NewShared(controller.SharedConfig{Retriever: src})
-					if err != nil {
-						t.Fatal(err)
-					}
-					r = s
-					names = append(names, "pods-too")
-				}
-				var ctrls []*controller.Controller
-				var handlers []*recorder
-				m := newMetrics()
-				for _, n := range names {
-					h := &recorder{}
-					c, err := controller.New(controller.Config{Name: n, Handler: h, Retriever: r, ResyncInterval: -1, MetricsRecorder: m})
-					if err != nil {
-						t.Fatal(err)
-					}
-					if c.SyncError() != nil {
-						t.Errorf("%s: got SyncError %v before Run, want nil", n, c.SyncError())
-					}
-					ctx, cancel := context.WithCancel(context.Background())
-					done := make(chan error, 1)
-					go func() { done <- c.Run(ctx) }()
-					t.Cleanup(func() {
-						cancel()
-						if err := <-done; err != nil {
-							t.Errorf("Run: %v", err)
-						}
-					})
-					ctrls = append(ctrls, c)
-					handlers = append(handlers, h)
-				}
 
-				for i, c := range ctrls {
-					eventually(t, names[i]+" says why it has not synced", func() bool { return c.SyncError() != nil })
-					err := c.SyncError()
-					if !errors.Is(err, controller.ErrDecode) || !errors.Is(err, resource.ErrFormatWrong) ||
-						!strings.HasPrefix(err.Error(), names[i]+": could not decode the retrieved objects") {
-						t.Errorf("%s: got SyncError %q, want ErrDecode naming the controller", names[i], err)
-					}
-					if c.HasSynced() {
-						t.Errorf("%s: got synced, want not", names[i])
-					}
+			for i, c := range ctrls {
+				eventually(t, names[i]+" says why it has not synced", func() bool { return c.SyncError() != nil })
+				err := c.SyncError()
+				if !errors.Is(err, controller.ErrDecode) || !errors.Is(err, resource.ErrFormatWrong) ||
+					!strings.HasPrefix(err.Error(), names[i]+": could not decode the retrieved objects") {
+					t.Errorf("%s: got SyncError %q, want ErrDecode naming the controller", names[i], err)
 				}
-				if n := m.get("retrieve error decode"); n < len(names) {
-					t.Errorf("got %d decode errors counted, want at least %d", n, len(names))
+				if c.HasSynced() {
+					t.Errorf("%s: got synced, want not", names[i])
 				}
+			}
+			if n := m.get("retrieve error decode"); n < len(names) {
+				t.Errorf("got %d decode errors counted, want at least %d", n, len(names))
+			}
 
-				src.cured.Store(true)
-				for i, c := range ctrls {
-					eventually(t, names[i]+" syncs once the objects decode", c.HasSynced)
-					eventually(t, names[i]+" handles the object", func() bool { return handlers[i].countOf("good") == 1 })
-					if err := c.SyncError(); err != nil {
-						t.Errorf("%s: got SyncError %v once synced, want nil", names[i], err)
-					}
+			src.cured.Store(true)
+			for i, c := range ctrls {
+				eventually(t, names[i]+" syncs once the objects decode", c.HasSynced)
+				eventually(t, names[i]+" handles the object", func() bool { return handlers[i].countOf("good") == 1 })
+				if err := c.SyncError(); err != nil {
+					t.Errorf("%s: got SyncError %v once synced, want nil", names[i], err)
 				}
-			})
-		}
+			}
+		})
 	}
 }

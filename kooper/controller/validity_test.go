@@ -26,8 +26,8 @@ func TestNoHandlingPastValidUntil(t *testing.T) {
 	started := make(chan struct{}, 10)
 	clk := clocktesting.NewFakeClock(time.Now())
 	rec := newMetrics()
-	c, err := controller.New(controller.Config{
-		Name: "validity", Retriever: r, ResyncInterval: -1, Clock: clk, MetricsRecorder: rec,
+	c, err := controller.New(controller.WithClock(controller.Config{
+		Name: "validity", Retriever: r, ResyncInterval: -1, MetricsRecorder: rec,
 		Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 			if obj.(*corev1.Pod).Name == "slow" {
 				started <- struct{}{}
@@ -41,7 +41,7 @@ func TestNoHandlingPastValidUntil(t *testing.T) {
 			handled.Add(1)
 			return nil
 		}),
-	})
+	}, clk))
 	if err != nil {
 		t.Fatal(err)
 	}

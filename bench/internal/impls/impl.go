@@ -35,13 +35,12 @@ type Impl interface {
 
 // All returns every implementation, in report order.
 func All() []Impl {
-	return []Impl{Kooper{}, Kooper{DisableDeepCopy: true}, KooperV2{}, ControllerRuntime{}, Floor{}}
+	return []Impl{Kooper{}, KooperV2{}, ControllerRuntime{}, Floor{}}
 }
 
 // Names of the implementations returned by All.
 const (
 	NameKooper            = "kooper"
-	NameKooperNoCopy      = "kooper-nocopy"
 	NameKooperV2          = "kooper-v2"
 	NameControllerRuntime = "controller-runtime"
 	// NameControllerRuntimePQ is controller-runtime with its priority

@@ -11,21 +11,13 @@ import (
 
 // Kooper is this repository's controller with its defaults (no logger, no
 // metrics recorder), given the Retriever itself.
-type Kooper struct {
-	// DisableDeepCopy hands the handler the cached object (read-only use).
-	DisableDeepCopy bool
-}
+type Kooper struct{}
 
 // Name implements Impl.
-func (k Kooper) Name() string {
-	if k.DisableDeepCopy {
-		return NameKooperNoCopy
-	}
-	return NameKooper
-}
+func (Kooper) Name() string { return NameKooper }
 
 // Run implements Impl.
-func (k Kooper) Run(ctx context.Context, src *controllertest.Retriever, handle func(runtime.Object)) error {
+func (Kooper) Run(ctx context.Context, src *controllertest.Retriever, handle func(runtime.Object)) error {
 	c, err := controller.New(controller.Config{
 		Name: "bench",
 		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
@@ -35,7 +27,6 @@ func (k Kooper) Run(ctx context.Context, src *controllertest.Retriever, handle f
 		Retriever:         src,
 		ConcurrentWorkers: Workers,
 		ResyncInterval:    -1,
-		DisableDeepCopy:   k.DisableDeepCopy,
 	})
 	if err != nil {
 		return err

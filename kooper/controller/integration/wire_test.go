@@ -12,11 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 
 	"github.com/kooperkit/kooper/kooper/controller"
 )
@@ -96,30 +94,10 @@ func TestEveryRetrieverStreamsTheInitialListInProtobuf(t *testing.T) {
 		config      controller.Config
 	}{
 		{"NewRetriever", typed, 1, controller.Config{}},
-		{"NewRetriever, HandleDuringSync", typed, 1, controller.Config{HandleDuringSync: true}},
-		{"RetrieverFromListerWatcher", func(w *wire) controller.Retriever {
-			c := kubernetes.NewForConfigOrDie(w.config(cluster.Config()))
-			cms := c.CoreV1().ConfigMaps(ns)
-			return controller.RetrieverFromListerWatcher(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-				ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-					return cms.List(ctx, o)
-				},
-				WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-					return cms.Watch(ctx, o)
-				},
-			}, c))
-		}, 1, controller.Config{}},
 		{"NewMetadataRetriever", func(w *wire) controller.Retriever {
 			md := metadata.NewForConfigOrDie(w.config(cluster.Config()))
 			return controller.NewMetadataRetriever(md, corev1.SchemeGroupVersion.WithResource("configmaps"), ns)
 		}, 1, controller.Config{}},
-		{"Shared by two controllers", func(w *wire) controller.Retriever {
-			s, err := controller.NewShared(controller.SharedConfig{Retriever: typed(w)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}, 2, controller.Config{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -144,7 +144,7 @@ func TestAReplicaThatCannotRenewStopsAtTheDeadlineOnItsClock(t *testing.T) {
 		return false, nil, nil
 	})
 	ctrl, err := controller.New(controller.Config{
-		Name: "pods", ShutdownTimeout: 200 * time.Millisecond, Clock: clk,
+		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
 		Retriever: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{}),
 		Handler:   controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil }),
 	})

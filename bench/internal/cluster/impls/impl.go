@@ -67,15 +67,8 @@ var ErrNoElection = errors.New("this implementation has no leader election")
 
 // Names of the implementations, in report order.
 const (
-	NameKooper           = "kooper"
-	NameKooperDuringSync = "kooper-during-sync"
-	NameKooperMetadata   = "kooper-metadata"
-	NameKooperNoCopy     = "kooper-nocopy"
-	// NameKooperDuringSyncNoCopy is both HandleDuringSync and DisableDeepCopy.
-	NameKooperDuringSyncNoCopy = "kooper-during-sync-nocopy"
-	// NameKooperShared is two controllers on one shared informer; with one
-	// handler it is one controller on a shared informer.
-	NameKooperShared = "kooper-shared"
+	NameKooper         = "kooper"
+	NameKooperMetadata = "kooper-metadata"
 	// NameKooperCold is Kooper under leader election with
 	// DisableWarmStandby: a standby starts its controllers only once it
 	// leads. Without an election it is NameKooper.
@@ -95,11 +88,7 @@ const (
 func All() []Impl {
 	return []Impl{
 		Kooper{},
-		Kooper{HandleDuringSync: true},
 		Kooper{Metadata: true},
-		Kooper{DisableDeepCopy: true},
-		Kooper{HandleDuringSync: true, DisableDeepCopy: true},
-		Kooper{Shared: true},
 		Kooper{ColdStandby: true},
 		KooperV2{},
 		ControllerRuntime{},

@@ -21,18 +21,11 @@ import (
 // deep copy per handling, workers started once the cache is complete) over
 // controller.NewRetriever on the typed pods client; the fields switch on
 // one option each. Two controllers are two independent controllers (two
-// informers, two queues) on one clientset, unless Shared.
+// informers, two queues) on one clientset.
 type Kooper struct {
-	// DisableDeepCopy hands the handler the cached object (read-only use).
-	DisableDeepCopy bool
-	// HandleDuringSync starts handling while the initial list streams in.
-	HandleDuringSync bool
 	// Metadata caches metadata only (controller.NewMetadataRetriever):
 	// the handler gets *metav1.PartialObjectMetadata.
 	Metadata bool
-	// Shared gives every controller one controller.Shared retriever: one
-	// informer feeding one queue per controller.
-	Shared bool
 	// ColdStandby sets leaderelection.Config.DisableWarmStandby: under
 	// leader election a standby starts its controllers only once it leads
 	// (by default a standby fills its caches while it waits).
@@ -42,16 +35,8 @@ type Kooper struct {
 // Name implements Impl.
 func (k Kooper) Name() string {
 	switch {
-	case k.DisableDeepCopy && k.HandleDuringSync:
-		return NameKooperDuringSyncNoCopy
-	case k.DisableDeepCopy:
-		return NameKooperNoCopy
-	case k.HandleDuringSync:
-		return NameKooperDuringSync
 	case k.Metadata:
 		return NameKooperMetadata
-	case k.Shared:
-		return NameKooperShared
 	case k.ColdStandby:
 		return NameKooperCold
 	}
@@ -65,13 +50,6 @@ func (k Kooper) Run(ctx context.Context, cfg *rest.Config, handlers []Handler, o
 	if err != nil {
 		return err
 	}
-	if k.Shared {
-		s, err := controller.NewShared(controller.SharedConfig{Retriever: retriever})
-		if err != nil {
-			return fmt.Errorf("could not create the shared cache: %w", err)
-		}
-		retriever = s
-	}
 	runnables := make([]leaderelection.Runnable, 0, len(handlers))
 	for i, handle := range handlers {
 		c, err := controller.New(controller.Config{
@@ -80,10 +58,8 @@ func (k Kooper) Run(ctx context.Context, cfg *rest.Config, handlers []Handler, o
 				handle(obj.(metav1.Object))
 				return nil
 			}),
-			Retriever:        retriever,
-			ResyncInterval:   cmp.Or(opts.Resync, -1), // 0: never
-			DisableDeepCopy:  k.DisableDeepCopy,
-			HandleDuringSync: k.HandleDuringSync,
+			Retriever:      retriever,
+			ResyncInterval: cmp.Or(opts.Resync, -1), // 0: never
 		})
 		if err != nil {
 			return fmt.Errorf("could not create the controller: %w", err)

@@ -49,7 +49,7 @@ func Print(w io.Writer, res runner.Results) {
 	if len(res.PairImpls) > 0 {
 		fmt.Fprintf(w, "\n## Scenario 3: two controllers on pods in one process (median (min-max))\n\n")
 		fmt.Fprintln(w, "controller-runtime's two controllers share the manager's cache (one informer) by design; floor, kooper and")
-		fmt.Fprintln(w, "kooper-v2 run two independent informers; kooper-shared runs one informer feeding two queues.")
+		fmt.Fprintln(w, "kooper-v2 run two independent informers.")
 		fmt.Fprintln(w)
 		statTable(w, res, res.PairImpls, pairColumns)
 		for _, base := range append(Baselines, impls.NameKooper) {

@@ -20,25 +20,18 @@ type Target struct {
 
 // Targets returns the targets, in report order.
 func Targets() []Target {
-	// The default hands every handling its own deep copy; a read-only
-	// handler may switch that off (DisableDeepCopy), as kooper-v2 and the
+	// Kooper hands every handling its own deep copy; kooper-v2 and the
 	// floor never copy.
-	copying := []string{impls.NameKooperDuringSync, impls.NameKooper}
-	readOnly := []string{impls.NameKooperDuringSyncNoCopy, impls.NameKooperNoCopy}
 	kooper := []string{impls.NameKooper}
 	return []Target{
-		{"time-to-all-handled", TimeToAllHandled, copying, impls.NameKooperV2, 0.9},
-		{"time-to-all-handled, read-only", TimeToAllHandled, readOnly, impls.NameKooperV2, 0.9},
-		{"time-to-all-handled", TimeToAllHandled, copying, impls.NameControllerRuntime, 0.7},
-		{"time-to-all-handled, read-only", TimeToAllHandled, readOnly, impls.NameControllerRuntime, 0.7},
+		{"time-to-all-handled", TimeToAllHandled, kooper, impls.NameKooperV2, 0.9},
+		{"time-to-all-handled", TimeToAllHandled, kooper, impls.NameControllerRuntime, 0.7},
 		{"heap per cached pod", HeapPerPod, kooper, impls.NameKooperV2, 0.8},
 		{"heap per cached pod", HeapPerPod, []string{impls.NameKooperMetadata}, impls.NameKooperV2, 0.2},
 		{"RSS", RSS, kooper, impls.NameControllerRuntime, 0.75},
 		{"churn CPU", ChurnCPU, kooper, impls.NameKooperV2, 1.0},
-		{"churn CPU, read-only", ChurnCPU, readOnly, impls.NameKooperV2, 1.0},
-		{"two controllers, heap per pod", PairHeapPerPod, []string{impls.NameKooperShared}, impls.NameKooperV2, 0.55},
-		{"two controllers, heap per pod", PairHeapPerPod, []string{impls.NameKooperShared}, impls.NameKooper, 0},
-		{"two controllers, RSS", PairRSS, []string{impls.NameKooperShared}, impls.NameKooperV2, 0},
+		{"two controllers, heap per pod", PairHeapPerPod, kooper, impls.NameKooperV2, 0},
+		{"two controllers, RSS", PairRSS, kooper, impls.NameKooperV2, 0},
 	}
 }
 

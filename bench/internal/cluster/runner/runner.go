@@ -35,13 +35,12 @@ const Namespace = "bench"
 
 // SingleImpls run scenarios 1 and 2 (one controller), in report order.
 var SingleImpls = []string{
-	impls.NameKooper, impls.NameKooperDuringSync, impls.NameKooperMetadata, impls.NameKooperNoCopy,
-	impls.NameKooperDuringSyncNoCopy, impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
+	impls.NameKooper, impls.NameKooperMetadata, impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
 }
 
 // PairImpls run scenario 3 (two controllers on pods), in report order.
 var PairImpls = []string{
-	impls.NameKooper, impls.NameKooperShared, impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
+	impls.NameKooper, impls.NameKooperV2, impls.NameControllerRuntime, impls.NameFloor,
 }
 
 // FailoverImpls run scenario 4 (failover), in report order. "kooper" is
