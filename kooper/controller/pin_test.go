@@ -37,11 +37,8 @@ import (
 // maps (watch-list) and records what it sends and which calls it gets.
 type streamingLW struct {
 	n int
-	// wrap, if set, wraps each watch it returns.
-	wrap func(watch.Interface) watch.Interface
 
 	mu    sync.Mutex
-	sent  map[runtime.Object]bool
 	calls []string // "list", "watch", or "stream" (sendInitialEvents)
 }
 
@@ -91,57 +88,24 @@ func (s *streamingLW) WatchWithContext(_ context.Context, opts metav1.ListOption
 	w := watch.NewFakeWithChanSize(s.n+1, false)
 	if !ptr.Deref(opts.SendInitialEvents, false) {
 		s.record("watch")
-		return s.wrapped(w), nil
+		return w, nil
 	}
 	s.record("stream")
-	s.mu.Lock()
-	if s.sent == nil {
-		s.sent = map[runtime.Object]bool{}
-	}
 	for _, o := range s.objects() {
-		s.sent[o] = true
 		w.Add(o)
 	}
-	s.mu.Unlock()
 	w.Action(watch.Bookmark, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 		ResourceVersion: fmt.Sprint(s.n),
 		Annotations:     map[string]string{metav1.InitialEventsAnnotationKey: "true"},
 	}})
-	return s.wrapped(w), nil
+	return w, nil
 }
 
-func (s *streamingLW) wrapped(w watch.Interface) watch.Interface {
-	if s.wrap == nil {
-		return w
-	}
-	return s.wrap(w)
-}
-
-func (s *streamingLW) wasSent(obj any) bool {
-	o, ok := obj.(runtime.Object)
-	if !ok {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sent[o]
-}
-
-// runInformer runs a real shared informer over lw, with transform and h,
-// until it has synced, then stops it.
-func runInformer(t *testing.T, lw cache.ListerWatcher, transform cache.TransformFunc, h cache.ResourceEventHandler) {
+// runInformer runs a real shared informer over lw until it has synced,
+// then stops it.
+func runInformer(t *testing.T, lw cache.ListerWatcher) {
 	t.Helper()
 	informer := cache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, cache.Indexers{})
-	if transform != nil {
-		if err := informer.SetTransform(transform); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if h != nil {
-		if _, err := informer.AddEventHandler(h); err != nil {
-			t.Fatal(err)
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	done := make(chan struct{})
 	go func() {
@@ -170,7 +134,7 @@ func listOf(lw *streamingLW) func(context.Context, metav1.ListOptions) (*corev1.
 // checkReflectorLists reports whether a real informer over lw lists instead
 // of streaming its initial list.
 func checkReflectorLists(t *testing.T, lw *streamingLW, informerLW cache.ListerWatcher) error {
-	runInformer(t, informerLW, nil, nil)
+	runInformer(t, informerLW)
 	if got := lw.firstCall(); got != "list" {
 		return fmt.Errorf("got first call %q from a reflector over a client marked WatchListUnsupported, want \"list\": "+
 			"client-go no longer reads IsWatchListSemanticsUnSupported (watchlist.DoesClientNotSupportWatchListSemantics); "+
