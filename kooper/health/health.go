@@ -64,6 +64,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/utils/clock"
 
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -244,7 +245,7 @@ func serve(l net.Listener, h http.Handler, logger log.Logger, lim serverLimits) 
 	go func() {
 		defer close(s.done)
 		if err := s.srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("server stopped", "addr", s.addr, log.KeyErr, err)
+			logger.Error("server stopped", "addr", s.addr, logkey.Err, err)
 		}
 	}()
 	return s

@@ -26,6 +26,7 @@ import (
 	authorizationv1client "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -151,7 +152,7 @@ func (a *authorizer) wrap(next http.Handler) http.Handler {
 			d, err = a.review(r.Context(), token, r.URL.Path)
 			<-a.slots
 			if err != nil {
-				a.failed.log(a.log.Warn, "could not review a metrics request", log.KeyErr, err)
+				a.failed.log(a.log.Warn, "could not review a metrics request", logkey.Err, err)
 				http.Error(w, "Internal Server Error: could not review the request", http.StatusInternalServerError)
 				return
 			}

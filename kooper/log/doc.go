@@ -6,10 +6,23 @@
 // the subpackages logrus and slog adapt github.com/sirupsen/logrus and the
 // standard library's log/slog.
 //
-// Messages are constant strings; the data goes in key/values whose keys come
-// from the vocabulary declared here ([KeyController], [KeyObject], ...) so that
-// logs of every controller can be searched the same way. Kooper logs
-// lifecycle at Info and everything per object at Debug.
+// Messages are constant strings; the data goes in key/values. Kooper's own
+// entries use one vocabulary of keys, so that the logs of every controller
+// can be searched the same way; an operator's handlers are best written
+// with the same keys, as strings or constants of their own:
+//
+//	| key        | value                                                     |
+//	|------------|-----------------------------------------------------------|
+//	| controller | the controller's configured name                          |
+//	| object     | an object key: "namespace/name" or "name"                 |
+//	| worker     | a worker's index                                          |
+//	| attempt    | the handlings of one key since its last success, from 1   |
+//	| err        | an error                                                  |
+//	| identity   | a leader election or sharding candidate's identity        |
+//	| lease      | a Lease, as "namespace/name"                              |
+//	| logger     | the klog logger an entry routed by [RouteKlog] came from  |
+//
+// Kooper logs lifecycle at Info and everything per object at Debug.
 //
 // client-go itself logs through klog (leader election, the event recorder,
 // a reflector whose list fails). [RouteKlog], called once in main, sends

@@ -17,10 +17,10 @@ func ExampleNewStd() {
 	logger := log.NewStd(os.Stdout, log.StdOptions{Level: log.LevelInfo, DisableTime: true})
 
 	logger.Debug("not written: below the level")
-	logger.Info("controller started", log.KeyController, "pod-terminator")
+	logger.Info("controller started", "controller", "pod-terminator")
 	logger.Error("could not handle object",
-		log.KeyObject, "default/web-0",
-		log.KeyErr, errors.New("pods \"web-0\" is forbidden"))
+		"object", "default/web-0",
+		"err", errors.New("pods \"web-0\" is forbidden"))
 	// Output:
 	// level=info msg="controller started" controller=pod-terminator
 	// level=error msg="could not handle object" object=default/web-0 err="pods \"web-0\" is forbidden"
@@ -30,10 +30,10 @@ func ExampleNewStd() {
 // way a controller tags each worker's logs.
 func ExampleLogger_with() {
 	logger := log.NewStd(os.Stdout, log.StdOptions{Level: log.LevelDebug, DisableTime: true})
-	ctrl := logger.With(log.KeyController, "pod-terminator")
-	worker := ctrl.With(log.KeyWorker, 0)
+	ctrl := logger.With("controller", "pod-terminator")
+	worker := ctrl.With("worker", 0)
 
-	worker.Debug("handling object", log.KeyObject, "default/web-0", log.KeyAttempt, 1)
+	worker.Debug("handling object", "object", "default/web-0", "attempt", 1)
 	ctrl.Info("controller stopped")
 	// Output:
 	// level=debug msg="handling object" controller=pod-terminator worker=0 object=default/web-0 attempt=1

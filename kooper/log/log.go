@@ -1,7 +1,10 @@
 package log
 
+import "github.com/kooperkit/kooper/kooper/internal/logkey"
+
 // Logger is a leveled, structured logger. kv holds alternating keys and
-// values; keys are strings, preferably from this package's Key constants.
+// values; keys are strings, preferably from the vocabulary of the package
+// documentation.
 type Logger interface {
 	// Debug logs per-object detail, off in production.
 	Debug(msg string, kv ...any)
@@ -15,17 +18,16 @@ type Logger interface {
 	With(kv ...any) Logger
 }
 
-// The key vocabulary shared by every Kooper package.
+// Keys of the vocabulary that package controller and package sharding
+// still name through this package; they go once those use
+// kooper/internal/logkey, as the other packages of Kooper do.
 const (
-	KeyController = "controller" // KeyController is the controller's configured name.
-	KeyObject     = "object"     // KeyObject is an object key: "namespace/name" or "name".
-	KeyKind       = "kind"       // KeyKind is an object's kind.
-	KeyWorker     = "worker"     // KeyWorker is a worker's index.
-	KeyAttempt    = "attempt"    // KeyAttempt counts handlings of one key since its last success, from 1.
-	KeyErr        = "err"        // KeyErr is an error.
-	KeyDuration   = "duration"   // KeyDuration is a time.Duration.
-	KeyIdentity   = "identity"   // KeyIdentity is a leader election candidate's identity.
-	KeyLease      = "lease"      // KeyLease is a Lease as "namespace/name".
+	KeyController = logkey.Controller // KeyController is the controller's configured name.
+	KeyObject     = logkey.Object     // KeyObject is an object key: "namespace/name" or "name".
+	KeyWorker     = logkey.Worker     // KeyWorker is a worker's index.
+	KeyAttempt    = logkey.Attempt    // KeyAttempt counts handlings of one key since its last success, from 1.
+	KeyErr        = logkey.Err        // KeyErr is an error.
+	KeyIdentity   = logkey.Identity   // KeyIdentity is a leader election or sharding candidate's identity.
 )
 
 // Noop is a Logger that discards everything. It is the default wherever a

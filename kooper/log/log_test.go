@@ -60,10 +60,10 @@ func TestStdLevels(t *testing.T) {
 func TestStdWith(t *testing.T) {
 	var buf bytes.Buffer
 	root := log.NewStd(&buf, log.StdOptions{DisableTime: true})
-	ctrl := root.With(log.KeyController, "pods")
-	worker := ctrl.With(log.KeyWorker, 2)
+	ctrl := root.With("controller", "pods")
+	worker := ctrl.With("worker", 2)
 
-	worker.Info("handled", log.KeyObject, "default/web")
+	worker.Info("handled", "object", "default/web")
 	ctrl.Info("synced")
 	root.Info("started")
 
@@ -192,7 +192,7 @@ func TestStdConcurrentLinesStayWhole(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Go(func() {
-			wl := l.With(log.KeyWorker, g)
+			wl := l.With("worker", g)
 			for range lines {
 				wl.Info("tick", "k", "a b")
 			}

@@ -1,11 +1,11 @@
-// Package status keeps the conditions in an object's status: the
+// Package status reads the conditions in an object's status: the
 // []metav1.Condition list that kubectl, dashboards and other controllers
 // read to learn what a controller concluded.
 //
-// It is a thin layer over k8s.io/apimachinery/pkg/api/meta with two
-// differences: [Set] takes the current time, so tests are deterministic and
-// LastTransitionTime is only ever the time the status last changed; and
-// [Get] returns a copy, so reading a condition cannot change the object.
+// Writing and reading conditions is k8s.io/apimachinery/pkg/api/meta's
+// job (SetStatusCondition, RemoveStatusCondition, FindStatusCondition,
+// IsStatusConditionTrue); this package adds [IsTrueFor], which also checks
+// the generation a condition was observed at.
 //
 // # Writing conditions
 //
@@ -13,16 +13,21 @@
 // writes status only when something changed, so that an unchanged object
 // does not cause an update and another handling:
 //
-//	changed := status.Set(&foo.Status.Conditions, metav1.Condition{
+//	changed := meta.SetStatusCondition(&foo.Status.Conditions, metav1.Condition{
 //		Type:               "Ready",
 //		Status:             metav1.ConditionTrue,
 //		Reason:             "DeploymentAvailable",
 //		Message:            "all replicas are available",
 //		ObservedGeneration: foo.Generation,
-//	}, time.Now())
+//		LastTransitionTime: metav1.NewTime(now),
+//	})
 //	if changed {
 //		_, err = client.FooV1().Foos(ns).UpdateStatus(ctx, foo, metav1.UpdateOptions{})
 //	}
+//
+// SetStatusCondition uses LastTransitionTime only when it adds the
+// condition or changes its Status, and time.Now() when it is zero: pass the
+// handler's clock, so that tests are deterministic.
 //
 // # ObservedGeneration
 //
@@ -41,6 +46,7 @@
 //     Type and Reason are required, Reason is CamelCase
 //     ("DeploymentAvailable"), Status is True, False or Unknown. A condition
 //     breaking these makes the whole status update fail.
-//   - A missing condition is neither true nor false: [IsTrue] and [IsFalse]
-//     both report false for it, as for Unknown.
+//   - A missing condition is neither true nor false:
+//     meta.IsStatusConditionTrue and IsStatusConditionFalse both report
+//     false for it, as for Unknown, and so does IsTrueFor.
 package status

@@ -11,7 +11,9 @@
 //	tracing.InstrumentClient(restConfig, tp) // before building clients
 //	cfg.Handler = controller.Chain(handler, tracing.Middleware(tp))
 //
-// A handling's span is named "handle <controller>" and carries:
+// A handling's span is named "handle <controller>", comes from the tracer
+// of instrumentation scope github.com/kooperkit/kooper/kooper/tracing, and
+// carries:
 //
 //	| attribute         | value                                               |
 //	|-------------------|-----------------------------------------------------|
@@ -39,43 +41,44 @@ import (
 	"github.com/kooperkit/kooper/kooper/controller"
 )
 
-// ScopeName is the instrumentation scope of Kooper's spans.
-const ScopeName = "github.com/kooperkit/kooper/kooper/tracing"
+// scopeName is the instrumentation scope of Kooper's spans.
+const scopeName = "github.com/kooperkit/kooper/kooper/tracing"
 
-// Attribute keys of a handling's span.
+// The attribute keys of a handling's span, as the package documentation's
+// table lists them.
 const (
-	AttrController = attribute.Key("kooper.controller")
-	AttrObject     = attribute.Key("kooper.object")
-	AttrAttempt    = attribute.Key("kooper.attempt")
-	AttrOutcome    = attribute.Key("kooper.outcome")
+	attrController = attribute.Key("kooper.controller")
+	attrObject     = attribute.Key("kooper.object")
+	attrAttempt    = attribute.Key("kooper.attempt")
+	attrOutcome    = attribute.Key("kooper.outcome")
 )
 
-// Outcomes of a handling, the values of AttrOutcome.
+// The outcomes of a handling, the values of attrOutcome.
 const (
-	OutcomeSuccess  = "success"
-	OutcomeRequeue  = "requeue"
-	OutcomeError    = "error"
-	OutcomeTerminal = "terminal"
+	outcomeSuccess  = "success"
+	outcomeRequeue  = "requeue"
+	outcomeError    = "error"
+	outcomeTerminal = "terminal"
 )
 
 // Middleware returns a controller.Middleware that runs each handling in a
 // span of tp. Put it first in the chain so that the span covers the other
 // middlewares.
 func Middleware(tp trace.TracerProvider) controller.Middleware {
-	tracer := tp.Tracer(ScopeName)
+	tracer := tp.Tracer(scopeName)
 	return func(next controller.Handler) controller.Handler {
 		return controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 			info, _ := controller.HandlingFrom(ctx)
 			ctx, span := tracer.Start(ctx, "handle "+info.Controller,
 				trace.WithSpanKind(trace.SpanKindInternal),
 				trace.WithAttributes(
-					AttrController.String(info.Controller),
-					AttrObject.String(info.Key),
-					AttrAttempt.Int(info.Attempt),
+					attrController.String(info.Controller),
+					attrObject.String(info.Key),
+					attrAttempt.Int(info.Attempt),
 				))
 			defer span.End()
 			err := next.Handle(ctx, obj)
-			span.SetAttributes(AttrOutcome.String(outcome(err)))
+			span.SetAttributes(attrOutcome.String(outcome(err)))
 			if err != nil {
 				if _, requeue := controller.RequeueDelay(err); !requeue {
 					span.RecordError(err)
@@ -90,14 +93,14 @@ func Middleware(tp trace.TracerProvider) controller.Middleware {
 func outcome(err error) string {
 	switch {
 	case err == nil:
-		return OutcomeSuccess
+		return outcomeSuccess
 	case controller.IsTerminal(err):
-		return OutcomeTerminal
+		return outcomeTerminal
 	}
 	if _, requeue := controller.RequeueDelay(err); requeue {
-		return OutcomeRequeue
+		return outcomeRequeue
 	}
-	return OutcomeError
+	return outcomeError
 }
 
 // InstrumentClient makes every request of clients built from cfg a span of

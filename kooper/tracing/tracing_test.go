@@ -24,10 +24,10 @@ func TestMiddlewareRecordsTheOutcome(t *testing.T) {
 		wantOutcome string
 		wantStatus  codes.Code
 	}{
-		{"success", nil, tracing.OutcomeSuccess, codes.Unset},
-		{"requeue", controller.RequeueAfter(time.Second), tracing.OutcomeRequeue, codes.Unset},
-		{"error", errors.New("apiserver unavailable"), tracing.OutcomeError, codes.Error},
-		{"terminal", controller.Terminal(errors.New("bad spec")), tracing.OutcomeTerminal, codes.Error},
+		{"success", nil, "success", codes.Unset},
+		{"requeue", controller.RequeueAfter(time.Second), "requeue", codes.Unset},
+		{"error", errors.New("apiserver unavailable"), "error", codes.Error},
+		{"terminal", controller.Terminal(errors.New("bad spec")), "terminal", codes.Error},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,7 +43,7 @@ func TestMiddlewareRecordsTheOutcome(t *testing.T) {
 			}
 			s := spans[0]
 			attrs := attribute.NewSet(s.Attributes...)
-			if v, _ := attrs.Value(tracing.AttrOutcome); v.AsString() != tt.wantOutcome {
+			if v, _ := attrs.Value("kooper.outcome"); v.AsString() != tt.wantOutcome {
 				t.Errorf("got outcome %q, want %q", v.AsString(), tt.wantOutcome)
 			}
 			if s.Status.Code != tt.wantStatus {

@@ -14,6 +14,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/utils/clock"
 
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -179,7 +180,7 @@ func New(cfg Config, runnables ...Runnable) (*Runner, error) {
 	}
 	logger := cfg.Logger
 	if !cfg.Disabled {
-		logger = logger.With(log.KeyLease, cfg.Namespace+"/"+cfg.Name, log.KeyIdentity, cfg.Identity)
+		logger = logger.With(logkey.Lease, cfg.Namespace+"/"+cfg.Name, logkey.Identity, cfg.Identity)
 	}
 	return &Runner{cfg: cfg, runnables: runnables, log: logger, clock: clock.RealClock{}}, nil
 }
@@ -289,7 +290,7 @@ func (r *Runner) elect(ctx context.Context) error {
 	if err == nil {
 		err = errors.New("a runnable returned while standing by")
 	}
-	r.log.Error("stopped standing by", log.KeyErr, err)
+	r.log.Error("stopped standing by", logkey.Err, err)
 	return err
 }
 
@@ -324,7 +325,7 @@ func (r *Runner) leadHolding(ctx context.Context, e *elector, l *coordinationv1.
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		timeout := r.clock.AfterFunc(r.cfg.RenewDeadline, cancel)
 		if err := e.release(rctx, l); err != nil {
-			r.log.Warn("could not release the lease, a standby takes over once it expires", log.KeyErr, err)
+			r.log.Warn("could not release the lease, a standby takes over once it expires", logkey.Err, err)
 		}
 		timeout.Stop()
 		cancel()
@@ -416,13 +417,13 @@ func (r *Runner) runLeading(ctx context.Context, w *warmup) error {
 func (r *Runner) finish(err, lost error) error {
 	switch {
 	case lost != nil:
-		r.log.Error("lost the lease, stopped handling", log.KeyErr, errors.Join(lost, err))
+		r.log.Error("lost the lease, stopped handling", logkey.Err, errors.Join(lost, err))
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrLeaseLost, err)
 		}
 		return ErrLeaseLost
 	case err != nil:
-		r.log.Error("stopped leading", log.KeyErr, err)
+		r.log.Error("stopped leading", logkey.Err, err)
 		return err
 	}
 	r.log.Info("stopped")

@@ -39,6 +39,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -95,7 +96,7 @@ func (e *elector) read(ctx context.Context) {
 	case apierrors.IsNotFound(err):
 		e.see(nil)
 	case err != nil:
-		e.log.Debug("could not read the lease", log.KeyErr, err)
+		e.log.Debug("could not read the lease", logkey.Err, err)
 	default:
 		e.see(l)
 	}
@@ -147,7 +148,7 @@ func (e *elector) acquire(ctx context.Context) (*coordinationv1.Lease, time.Time
 			}
 			// A conflict: another replica won, and the watch or the next
 			// read shows its version.
-			e.log.Debug("could not acquire the lease", log.KeyErr, err)
+			e.log.Debug("could not acquire the lease", logkey.Err, err)
 		default:
 			if h := holder(seen); h != lastHolder {
 				lastHolder = h
@@ -234,7 +235,7 @@ func (e *elector) hold(ctx context.Context, l *coordinationv1.Lease, until time.
 			lose(err)
 			return l
 		case err != nil:
-			e.log.Debug("could not renew the lease", log.KeyErr, err)
+			e.log.Debug("could not renew the lease", logkey.Err, err)
 			continue
 		case !deadline.Stop():
 			return next // the deadline passed during the request: too late
@@ -315,7 +316,7 @@ func (e *elector) watch(ctx context.Context) {
 			e.follow(ctx, w)
 		} else if !logged && ctx.Err() == nil {
 			logged = true
-			e.log.Info("cannot watch the lease, a release or an expiry is seen at the next retry", log.KeyErr, err)
+			e.log.Info("cannot watch the lease, a release or an expiry is seen at the next retry", logkey.Err, err)
 		}
 		select { // closed or refused: again later
 		case <-ctx.Done():

@@ -5,7 +5,6 @@ import (
 
 	"github.com/sirupsen/logrus"
 
-	"github.com/kooperkit/kooper/kooper/log"
 	kooperlogrus "github.com/kooperkit/kooper/kooper/log/logrus"
 )
 
@@ -17,10 +16,10 @@ func ExampleNew() {
 	l.SetLevel(logrus.InfoLevel)
 	l.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true, DisableColors: true})
 
-	logger := kooperlogrus.New(l).With(log.KeyController, "pod-terminator")
+	logger := kooperlogrus.New(l).With("controller", "pod-terminator")
 	logger.Debug("not written: below the logrus level")
 	logger.Info("controller started")
-	logger.Warn("could not handle object", log.KeyObject, "default/web-0", log.KeyAttempt, 2)
+	logger.Warn("could not handle object", "object", "default/web-0", "attempt", 2)
 	// Output:
 	// level=info msg="controller started" controller=pod-terminator
 	// level=warning msg="could not handle object" attempt=2 controller=pod-terminator object=default/web-0
@@ -33,7 +32,7 @@ func ExampleNew_entry() {
 	l.SetFormatter(&logrus.JSONFormatter{DisableTimestamp: true})
 
 	logger := kooperlogrus.New(l.WithField("app", "shop"))
-	logger.Info("leading", log.KeyIdentity, "pod-a")
+	logger.Info("leading", "identity", "pod-a")
 	// Output:
 	// {"app":"shop","identity":"pod-a","level":"info","msg":"leading"}
 }

@@ -88,7 +88,7 @@ func TestFields(t *testing.T) {
 		},
 		{
 			name: "values keep their types",
-			kv:   []any{log.KeyObject, "default/web", log.KeyAttempt, 3, log.KeyErr, errBoom},
+			kv:   []any{"object", "default/web", "attempt", 3, "err", errBoom},
 			want: logrus.Fields{"object": "default/web", "attempt": 3, "err": errBoom},
 		},
 		{
@@ -126,13 +126,13 @@ func TestFields(t *testing.T) {
 func TestWithAccumulates(t *testing.T) {
 	l, hook := logrustest.NewNullLogger()
 	root := kooperlogrus.New(l)
-	ctrl := root.With(log.KeyController, "pods")
-	worker := ctrl.With(log.KeyWorker, 1)
+	ctrl := root.With("controller", "pods")
+	worker := ctrl.With("worker", 1)
 
-	worker.Info("handled", log.KeyObject, "default/web")
+	worker.Info("handled", "object", "default/web")
 	ctrl.Info("synced")
 	root.Info("started")
-	worker.Info("overridden", log.KeyWorker, 2)
+	worker.Info("overridden", "worker", 2)
 
 	want := []logrus.Fields{
 		{"controller": "pods", "worker": 1, "object": "default/web"},
@@ -181,7 +181,7 @@ func TestTextOutput(t *testing.T) {
 	l.SetOutput(&buf)
 	l.SetFormatter(&logrus.TextFormatter{DisableTimestamp: true, DisableColors: true})
 
-	kooperlogrus.New(l).With(log.KeyController, "pods").Warn("could not sync", log.KeyErr, errors.New("gone away"))
+	kooperlogrus.New(l).With("controller", "pods").Warn("could not sync", "err", errors.New("gone away"))
 
 	want := "level=warning msg=\"could not sync\" controller=pods err=\"gone away\"\n"
 	if got := buf.String(); got != want {
@@ -191,14 +191,14 @@ func TestTextOutput(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	l, hook := logrustest.NewNullLogger()
-	logger := kooperlogrus.New(l).With(log.KeyController, "pods")
+	logger := kooperlogrus.New(l).With("controller", "pods")
 
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
-			wl := logger.With(log.KeyWorker, w)
+			wl := logger.With("worker", w)
 			for range 50 {
-				wl.Info("tick", log.KeyObject, "default/web")
+				wl.Info("tick", "object", "default/web")
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	stdslog "log/slog"
 	"os"
 
-	"github.com/kooperkit/kooper/kooper/log"
 	kooperslog "github.com/kooperkit/kooper/kooper/log/slog"
 )
 
@@ -22,10 +21,10 @@ func ExampleNew() {
 		},
 	})
 
-	logger := kooperslog.New(stdslog.New(h)).With(log.KeyController, "pod-terminator")
+	logger := kooperslog.New(stdslog.New(h)).With("controller", "pod-terminator")
 	logger.Debug("not written: below the handler level")
 	logger.Info("controller started")
-	logger.Warn("could not handle object", log.KeyObject, "default/web-0", log.KeyAttempt, 2)
+	logger.Warn("could not handle object", "object", "default/web-0", "attempt", 2)
 	// Output:
 	// level=INFO msg="controller started" controller=pod-terminator
 	// level=WARN msg="could not handle object" controller=pod-terminator object=default/web-0 attempt=2

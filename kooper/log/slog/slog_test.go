@@ -74,12 +74,12 @@ func TestAttributes(t *testing.T) {
 	}{
 		{
 			name: "string keys and values become attributes",
-			kv:   []any{log.KeyObject, "default/web", log.KeyAttempt, 3},
+			kv:   []any{"object", "default/web", "attempt", 3},
 			want: "level=INFO msg=m object=default/web attempt=3\n",
 		},
 		{
 			name: "a value with spaces is quoted by the handler",
-			kv:   []any{log.KeyErr, errors.New("gone away")},
+			kv:   []any{"err", errors.New("gone away")},
 			want: "level=INFO msg=m err=\"gone away\"\n",
 		},
 		{
@@ -112,10 +112,10 @@ func TestAttributes(t *testing.T) {
 func TestWithAccumulates(t *testing.T) {
 	var buf bytes.Buffer
 	root := newText(&buf, stdslog.LevelDebug)
-	ctrl := root.With(log.KeyController, "pods")
-	worker := ctrl.With(log.KeyWorker, 1)
+	ctrl := root.With("controller", "pods")
+	worker := ctrl.With("worker", 1)
 
-	worker.Info("handled", log.KeyObject, "default/web")
+	worker.Info("handled", "object", "default/web")
 	ctrl.Info("synced")
 	root.Info("started")
 	ctrl.With("orphan").Info("malformed")
@@ -167,14 +167,14 @@ func TestNilGivesNoop(t *testing.T) {
 
 func TestConcurrentUse(t *testing.T) {
 	var buf bytes.Buffer
-	l := newText(&buf, stdslog.LevelInfo).With(log.KeyController, "pods")
+	l := newText(&buf, stdslog.LevelInfo).With("controller", "pods")
 
 	var wg sync.WaitGroup
 	for w := range 8 {
 		wg.Go(func() {
-			wl := l.With(log.KeyWorker, w)
+			wl := l.With("worker", w)
 			for range 50 {
-				wl.Info("tick", log.KeyObject, "default/web")
+				wl.Info("tick", "object", "default/web")
 			}
 		})
 	}

@@ -91,8 +91,8 @@ func TestAHandlingIsASpanWithItsAPICallsAsChildren(t *testing.T) {
 	spans := exp.GetSpans()
 	for i := range spans {
 		attrs := attribute.NewSet(spans[i].Attributes...)
-		if obj, _ := attrs.Value(tracing.AttrObject); spans[i].Name == "handle traced" && obj.AsString() == ns.Name+"/traced" {
-			if outcome, _ := attrs.Value(tracing.AttrOutcome); outcome.AsString() == tracing.OutcomeSuccess {
+		if obj, _ := attrs.Value("kooper.object"); spans[i].Name == "handle traced" && obj.AsString() == ns.Name+"/traced" {
+			if outcome, _ := attrs.Value("kooper.outcome"); outcome.AsString() == "success" {
 				if handle == nil {
 					handle = &spans[i]
 				}
@@ -103,10 +103,10 @@ func TestAHandlingIsASpanWithItsAPICallsAsChildren(t *testing.T) {
 		t.Fatalf("got spans %v, want a successful \"handle traced\" span for %s/traced", names(spans), ns.Name)
 	}
 	attrs := attribute.NewSet(handle.Attributes...)
-	if c, _ := attrs.Value(tracing.AttrController); c.AsString() != "traced" {
+	if c, _ := attrs.Value("kooper.controller"); c.AsString() != "traced" {
 		t.Errorf("got controller %q, want traced", c.AsString())
 	}
-	if a, _ := attrs.Value(tracing.AttrAttempt); a.AsInt64() != 1 {
+	if a, _ := attrs.Value("kooper.attempt"); a.AsInt64() != 1 {
 		t.Errorf("got attempt %d, want 1", a.AsInt64())
 	}
 	var children []string

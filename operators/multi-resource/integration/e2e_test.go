@@ -24,7 +24,6 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/log"
-	"github.com/kooperkit/kooper/kooper/tracing"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/operator"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
@@ -333,7 +332,7 @@ func TestTenantsEndToEnd(t *testing.T) {
 				continue
 			}
 			for _, a := range s.Attributes {
-				if a.Key == tracing.AttrObject {
+				if a.Key == "kooper.object" {
 					key := a.Value.AsString()
 					handlings[key] = append(handlings[key], interval{s.StartTime, s.EndTime})
 				}

@@ -27,6 +27,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
@@ -35,7 +36,6 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/status"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
 )
 
@@ -341,11 +341,12 @@ func (h *Handler) setStatus(ctx context.Context, t *tenancyv1alpha1.Tenant, ns s
 	s.ObservedGeneration = t.Generation
 	s.Namespace = ns
 	s.Children = children
-	status.Set(&s.Conditions, metav1.Condition{
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
 		Type: tenancyv1alpha1.ConditionReady, Status: st, Reason: reason, Message: msg, ObservedGeneration: t.Generation,
-	}, h.now())
+		LastTransitionTime: metav1.NewTime(h.now()), // used only if the Status changes
+	})
 	// Semantic: times compare as instants, nil and empty lists are equal.
-	// status.Set kept the condition's LastTransitionTime unless its Status
+	// meta.SetStatusCondition kept the condition's LastTransitionTime unless its Status
 	// changed, so a status that only repeats the last one is not written.
 	if equality.Semantic.DeepEqual(&t.Status, s) {
 		return nil

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,7 +23,6 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned/fake"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/status"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/handler"
 	"github.com/kooperkit/kooper/operators/multi-resource/internal/tenant"
 )
@@ -72,7 +72,7 @@ func TestATenantGetsEveryChildAndAReadyStatus(t *testing.T) {
 		t.Error(err)
 	}
 	got := stored(t, tenancy)
-	if !status.IsTrue(got.Status.Conditions, tenancyv1alpha1.ConditionReady) || len(got.Status.Children) != 5 || got.Status.Namespace != "tenant-acme" {
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, tenancyv1alpha1.ConditionReady) || len(got.Status.Children) != 5 || got.Status.Namespace != "tenant-acme" {
 		t.Errorf("got status %+v, want Ready with 5 children in tenant-acme", got.Status)
 	}
 
@@ -138,8 +138,8 @@ func TestANamespaceSomeoneElseMadeIsNeverAdopted(t *testing.T) {
 	if err != nil || len(ns.OwnerReferences) != 0 {
 		t.Errorf("got namespace %+v (%v), want it untouched", ns, err)
 	}
-	c, ok := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
-	if !ok || c.Status != metav1.ConditionFalse || c.Reason != tenancyv1alpha1.ReasonNamespaceConflict {
+	c := meta.FindStatusCondition(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tenancyv1alpha1.ReasonNamespaceConflict {
 		t.Errorf("got Ready %+v, want False with NamespaceConflict", c)
 	}
 }
@@ -171,8 +171,8 @@ func TestAnInvalidApplyIsTerminal(t *testing.T) {
 	if !controller.IsTerminal(err) {
 		t.Errorf("got %v, want a terminal error", err)
 	}
-	c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
-	if c.Status != metav1.ConditionFalse || c.Reason != tenancyv1alpha1.ReasonInvalidSpec || !strings.Contains(c.Message, "must be greater than or equal to 0") {
+	c := meta.FindStatusCondition(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != tenancyv1alpha1.ReasonInvalidSpec || !strings.Contains(c.Message, "must be greater than or equal to 0") {
 		t.Errorf("got Ready %+v, want False, InvalidSpec, with the API server's message", c)
 	}
 	if attempts != 1 {
@@ -200,8 +200,8 @@ func TestDefaultLimitsAboveTheQuotaAreReported(t *testing.T) {
 	if err := h.Handle(context.Background(), tn); err != nil {
 		t.Fatal(err)
 	}
-	c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
-	if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "warning: defaultLimits.cpu 3 exceeds quota.cpu 2") {
+	c := meta.FindStatusCondition(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "warning: defaultLimits.cpu 3 exceeds quota.cpu 2") {
 		t.Errorf("got Ready %+v, want True with a warning naming both", c)
 	}
 }
@@ -263,8 +263,8 @@ func TestANewTenantOfTheSameNameNeverTakesOverTheNamespace(t *testing.T) {
 			} else if !controller.IsTerminal(err) {
 				t.Errorf("got %v, want a terminal error", err)
 			}
-			c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
-			if c.Status != metav1.ConditionFalse || c.Reason != wantReason {
+			c := meta.FindStatusCondition(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != wantReason {
 				t.Errorf("got Ready %+v, want False with %s", c, wantReason)
 			}
 			for _, a := range kube.Actions() {
@@ -372,8 +372,8 @@ func TestATerminatingNamespaceIsWaitedFor(t *testing.T) {
 	if after, ok := controller.RequeueDelay(err); !ok || after <= 0 {
 		t.Errorf("got %v, want a requeue after a while", err)
 	}
-	c, _ := status.Get(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
-	if c.Reason != tenancyv1alpha1.ReasonNamespaceDeleting {
+	c := meta.FindStatusCondition(stored(t, tenancy).Status.Conditions, tenancyv1alpha1.ConditionReady)
+	if c == nil || c.Reason != tenancyv1alpha1.ReasonNamespaceDeleting {
 		t.Errorf("got Ready %+v, want NamespaceDeleting", c)
 	}
 	for _, a := range kube.Actions() {

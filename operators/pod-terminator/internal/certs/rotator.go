@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kooperkit/kooper/kooper/log"
 )
 
 // maxAttempts bounds the read, check, write rounds lost to other replicas
@@ -87,7 +85,7 @@ func (r *Rotator) Run(ctx context.Context) {
 		case <-ticker.C:
 		}
 		if err := r.Sync(ctx); err != nil && ctx.Err() == nil {
-			r.opts.Logger.Error("could not sync the webhook certificate", log.KeyErr, err)
+			r.opts.Logger.Error("could not sync the webhook certificate", "err", err)
 		}
 	}
 }

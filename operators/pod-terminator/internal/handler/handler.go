@@ -14,6 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
@@ -22,7 +23,6 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/finalizer"
-	"github.com/kooperkit/kooper/kooper/status"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
 )
@@ -189,7 +189,7 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 		if len(s.LastTerminated) > chaosv1alpha1.MaxLastTerminated {
 			s.LastTerminated = s.LastTerminated[:chaosv1alpha1.MaxLastTerminated]
 		}
-		status.Remove(&s.Conditions, chaosv1alpha1.ConditionInvalid)
+		meta.RemoveStatusCondition(&s.Conditions, chaosv1alpha1.ConditionInvalid)
 		switch {
 		case termErr != nil:
 			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionFalse, chaosv1alpha1.ReasonTerminationFailed, termErr.Error())
@@ -259,7 +259,7 @@ func (h *Handler) setStatus(ctx context.Context, pt *chaosv1alpha1.PodTerminator
 	s.ObservedGeneration = pt.Generation
 	change(s)
 	// Semantic: times compare as instants, nil and empty lists are equal.
-	// status.Set kept each unchanged condition's LastTransitionTime, so a
+	// meta.SetStatusCondition kept each unchanged condition's LastTransitionTime, so a
 	// status that only repeats the last one is not written again.
 	if equality.Semantic.DeepEqual(&pt.Status, s) {
 		return nil
@@ -276,7 +276,10 @@ func (h *Handler) setStatus(ctx context.Context, pt *chaosv1alpha1.PodTerminator
 // endregion: setstatus
 
 func (h *Handler) condition(s *chaosv1alpha1.PodTerminatorStatus, pt *chaosv1alpha1.PodTerminator, typ string, st metav1.ConditionStatus, reason, msg string) {
-	status.Set(&s.Conditions, metav1.Condition{Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: pt.Generation}, h.now())
+	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
+		Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: pt.Generation,
+		LastTransitionTime: metav1.NewTime(h.now()), // used only if the Status changes
+	})
 }
 
 // update persists metadata changes (the finalizer).

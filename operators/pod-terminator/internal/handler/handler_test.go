@@ -11,6 +11,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	k8stesting "k8s.io/client-go/testing"
@@ -20,7 +21,6 @@ import (
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned/fake"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/finalizer"
-	"github.com/kooperkit/kooper/kooper/status"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/handler"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
@@ -177,7 +177,7 @@ func TestAPeriodTerminatesRecordsAndRequeues(t *testing.T) {
 		!pt.Status.LastTerminationTime.Time.Equal(e.now) || pt.Status.ObservedGeneration != 1 {
 		t.Errorf("got status %+v, want 2 terminated at %s for generation 1", pt.Status, e.now)
 	}
-	if !status.IsTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
+	if !meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
 		t.Errorf("got conditions %+v, want Ready", pt.Status.Conditions)
 	}
 	if e.metrics.terminated != 2 || len(e.events.reasons) != 1 || e.events.reasons[0] != handler.ReasonTerminated {
@@ -288,8 +288,8 @@ func TestEvictionsABudgetRefusesAreReportedAndLeftForTheNextPeriod(t *testing.T)
 				t.Errorf("got %d evictions asked, want each of the %d chosen pods asked once", len(e.pods.methods), tt.live)
 			}
 			pt := e.stored(t)
-			c, ok := status.Get(pt.Status.Conditions, chaosv1alpha1.ConditionReady)
-			if !ok || c.Status != metav1.ConditionFalse || c.Reason != chaosv1alpha1.ReasonDisruptionBudget || !strings.Contains(c.Message, tt.wantMessage) {
+			c := meta.FindStatusCondition(pt.Status.Conditions, chaosv1alpha1.ConditionReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != chaosv1alpha1.ReasonDisruptionBudget || !strings.Contains(c.Message, tt.wantMessage) {
 				t.Errorf("got Ready %+v, want False, reason DisruptionBudget and a message containing %q", c, tt.wantMessage)
 			}
 			if n := strings.Count(c.Message, "ns/p"); n > 5 {
@@ -306,7 +306,7 @@ func TestEvictionsABudgetRefusesAreReportedAndLeftForTheNextPeriod(t *testing.T)
 			e.pods.refuse = false
 			e.now = e.now.Add(10 * time.Second)
 			_ = e.handle(t)
-			if c, _ := status.Get(e.stored(t).Status.Conditions, chaosv1alpha1.ConditionReady); c.Status != metav1.ConditionTrue || len(e.pods.deleted) != tt.live {
+			if c := meta.FindStatusCondition(e.stored(t).Status.Conditions, chaosv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(e.pods.deleted) != tt.live {
 				t.Errorf("got Ready %+v and %d deleted in the next period, want Ready and %d deleted", c, len(e.pods.deleted), tt.live)
 			}
 		})
@@ -320,7 +320,7 @@ func TestAnInvalidSpecIsMarkedAndNotRetried(t *testing.T) {
 		t.Errorf("got %v, want a terminal error", err)
 	}
 	pt := e.stored(t)
-	if !status.IsTrue(pt.Status.Conditions, chaosv1alpha1.ConditionInvalid) || status.IsTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
+	if !meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1alpha1.ConditionInvalid) || meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
 		t.Errorf("got conditions %+v, want Invalid and not Ready", pt.Status.Conditions)
 	}
 	if len(e.pods.deleted) != 0 {
@@ -337,8 +337,8 @@ func TestAProtectedNamespaceIsInvalidAndNeverSearched(t *testing.T) {
 		t.Errorf("got %v, want a terminal error", err)
 	}
 	got := e.stored(t)
-	c, ok := status.Get(got.Status.Conditions, chaosv1alpha1.ConditionInvalid)
-	if !ok || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, `"kube-system" is protected`) {
+	c := meta.FindStatusCondition(got.Status.Conditions, chaosv1alpha1.ConditionInvalid)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, `"kube-system" is protected`) {
 		t.Errorf("got Invalid condition %+v, want true with the validation message", c)
 	}
 	if len(e.pods.deleted) != 0 {
@@ -408,8 +408,8 @@ func TestAListingFailureIsReportedAndRetriedNextPeriod(t *testing.T) {
 	if d, ok := controller.RequeueDelay(err); !ok || d != 10*time.Second {
 		t.Fatalf("got %v, want a requeue after the period", err)
 	}
-	c, _ := status.Get(e.stored(t).Status.Conditions, chaosv1alpha1.ConditionReady)
-	if c.Status != metav1.ConditionFalse || c.Reason != chaosv1alpha1.ReasonTerminationFailed || !strings.Contains(c.Message, "narrow spec.selector") {
+	c := meta.FindStatusCondition(e.stored(t).Status.Conditions, chaosv1alpha1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != chaosv1alpha1.ReasonTerminationFailed || !strings.Contains(c.Message, "narrow spec.selector") {
 		t.Errorf("got Ready %+v, want False, TerminationFailed, with the lister's message", c)
 	}
 	if len(e.events.types) != 1 || e.events.types[0] != "Warning" || e.events.reasons[0] != chaosv1alpha1.ReasonTerminationFailed {

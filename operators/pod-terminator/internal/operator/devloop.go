@@ -9,7 +9,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 
-	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/devloop"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/webhook"
 )
@@ -40,7 +39,7 @@ func registerWebhook(ctx context.Context, cfg Config, cs clients, addr string) (
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unregisterTimeout)
 		defer cancel()
 		if err := remove(ctx); err != nil {
-			cfg.Logger.Warn("could not unregister the admission webhook", log.KeyErr, err)
+			cfg.Logger.Warn("could not unregister the admission webhook", "err", err)
 			return
 		}
 		cfg.Logger.Info("unregistered the admission webhook", "config", cfg.Webhook.ConfigName)

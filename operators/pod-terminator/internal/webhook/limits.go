@@ -90,7 +90,7 @@ func (l *limits) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("Request Entity Too Large: an admission review may have at most %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge)
 			return
 		}
-		l.body.log(l.log.Warn, "could not read an admission review", log.KeyErr, err)
+		l.body.log(l.log.Warn, "could not read an admission review", "err", err)
 		http.Error(w, "Bad Request: could not read the body", http.StatusBadRequest)
 		return
 	}

@@ -163,7 +163,7 @@ func (v validator) validate(ctx context.Context, ar *kwhmodel.AdmissionReview, o
 	}
 	warnings, err := validation.Validate(&pt.Spec, v.rules)
 	if err != nil {
-		v.log.Debug("podterminator refused", log.KeyObject, pt.Name, log.KeyErr, err)
+		v.log.Debug("podterminator refused", "object", pt.Name, "err", err)
 		return &kwhvalidating.ValidatorResult{Valid: false, Message: err.Error()}, nil
 	}
 	// Whoever makes the operator delete more pods needs the right to delete
@@ -175,7 +175,7 @@ func (v validator) validate(ctx context.Context, ar *kwhmodel.AdmissionReview, o
 		}
 	}
 	if denied := v.mayDeleteTargets(ctx, ar.UserInfo, pt.Spec.Namespaces, changes); denied != "" {
-		v.log.Debug("podterminator refused", log.KeyObject, pt.Name, log.KeyErr, denied)
+		v.log.Debug("podterminator refused", "object", pt.Name, "err", denied)
 		return &kwhvalidating.ValidatorResult{Valid: false, Message: denied}, nil
 	}
 	return &kwhvalidating.ValidatorResult{Valid: true, Warnings: warnings}, nil
@@ -237,7 +237,7 @@ func (v validator) mayDeleteTargets(ctx context.Context, user authenticationv1.U
 // the operator's own access to the API server, none of the caller's
 // business.
 func (v validator) unknownAccess(user authenticationv1.UserInfo, err error) string {
-	v.accessFailed.log(v.log.Warn, "could not check access", log.KeyErr, err)
+	v.accessFailed.log(v.log.Warn, "could not check access", "err", err)
 	return fmt.Sprintf("could not check whether user %q may delete pods in every namespace this PodTerminator targets, which it needs, so it is refused; try again later", user.Username)
 }
 
