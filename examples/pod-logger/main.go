@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// region: metrics
 	registry := prom.NewRegistry()
-	recorder, err := prometheus.New(registry, prometheus.Options{})
+	recorder, err := prometheus.New(registry)
 	if err != nil {
 		return err
 	}

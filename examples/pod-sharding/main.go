@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer cancel()
 	}
 	registry := prom.NewRegistry()
-	recorder, err := prometheus.New(registry, prometheus.Options{})
+	recorder, err := prometheus.New(registry)
 	if err != nil {
 		return err
 	}

@@ -31,10 +31,6 @@ type Config struct {
 	// Component is the events' source, usually the operator's name; kubectl
 	// shows it in the From column. Required.
 	Component string
-	// Host names the replica that records the events (the event source's
-	// host; kubectl describe shows it after the component). Default the
-	// host name, which in a pod is the pod's name.
-	Host string
 	// Scheme maps typed objects to their kind for the event's
 	// involvedObject. Default client-go's kubernetes/scheme.Scheme, which
 	// knows built-in kinds only.
@@ -47,23 +43,22 @@ type Config struct {
 	// MaxIntervalInSeconds). An operator that records one event per action
 	// on a busy object raises these.
 	Correlator record.CorrelatorOptions
-	// Clock times the retries of unanswered writes, and the correlation
-	// unless Correlator.Clock is set. Default: the real clock.
-	Clock clock.Clock
+
+	// clock times the retries of unanswered writes, and the correlation
+	// unless Correlator.Clock is set; nil is the real clock. Only this
+	// package's tests set another (export_test.go).
+	clock clock.Clock
 }
 
 func (c *Config) defaults() {
 	if c.Scheme == nil {
 		c.Scheme = scheme.Scheme
 	}
-	if c.Host == "" {
-		c.Host, _ = os.Hostname()
-	}
-	if c.Clock == nil {
-		c.Clock = clock.RealClock{}
+	if c.clock == nil {
+		c.clock = clock.RealClock{}
 	}
 	if c.Correlator.Clock == nil {
-		c.Correlator.Clock = c.Clock
+		c.Correlator.Clock = c.clock
 	}
 }
 
@@ -121,13 +116,16 @@ func New(cfg Config) (*Recorder, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	// The events' source host, which kubectl describe shows after the
+	// component: in a pod, the pod's name.
+	host, _ := os.Hostname()
 	writes, stop := context.WithCancel(context.Background())
 	return &Recorder{
 		client:     cfg.Client,
 		scheme:     cfg.Scheme,
-		source:     corev1.EventSource{Component: cfg.Component, Host: cfg.Host},
+		source:     corev1.EventSource{Component: cfg.Component, Host: host},
 		correlator: record.NewEventCorrelatorWithOptions(cfg.Correlator),
-		clock:      cfg.Clock,
+		clock:      cfg.clock,
 		writes:     writes,
 		stopWrites: stop,
 		drained:    make(chan struct{}),

@@ -324,8 +324,8 @@ func TestCorrelatorOptions(t *testing.T) {
 	})
 }
 
-// A write the API server did not answer is retried after a delay on
-// Config.Clock: no retry until the clock moves, then one, which writes
+// A write the API server did not answer is retried after a delay on the
+// recorder's clock: no retry until the clock moves, then one, which writes
 // the event.
 func TestRecorderRetriesOnItsClock(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -337,7 +337,7 @@ func TestRecorderRetriesOnItsClock(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	r, err := event.New(event.Config{Client: client, Component: "test-operator", Clock: clk})
+	r, err := event.NewWithClock(event.Config{Client: client, Component: "test-operator"}, clk)
 	if err != nil {
 		t.Fatalf("got error %v, want nil", err)
 	}

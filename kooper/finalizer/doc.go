@@ -57,6 +57,7 @@
 //     domain ("example.com/dns-record"): the API server warns about names
 //     without one.
 //
-// The helpers [Has], [Add] and [Remove] change metadata.finalizers in memory
-// only; [Finalizer] persists through its Update function.
+// [Has] reads metadata.finalizers, for a handler or a test that checks the
+// finalizer is in place; [Finalizer] changes it and persists through its
+// Update function.
 package finalizer

@@ -56,13 +56,10 @@ func ExampleFinalizer() {
 	// update, finalizers: []
 }
 
-func ExampleAdd() {
+func ExampleHas() {
 	cm := &corev1.ConfigMap{}
-	fmt.Println(finalizer.Add(cm, "example.com/x"), finalizer.Add(cm, "example.com/x"))
-	fmt.Println(finalizer.Has(cm, "example.com/x"), cm.Finalizers)
-	fmt.Println(finalizer.Remove(cm, "example.com/x"), cm.Finalizers)
+	cm.Finalizers = []string{"example.com/x"}
+	fmt.Println(finalizer.Has(cm, "example.com/x"), finalizer.Has(cm, "example.com/y"))
 	// Output:
 	// true false
-	// true [example.com/x]
-	// true []
 }

@@ -22,9 +22,9 @@ func Has(obj metav1.Object, name string) bool {
 	return slices.Contains(obj.GetFinalizers(), name)
 }
 
-// Add adds the finalizer name to obj unless it is already there, and reports
+// add adds the finalizer name to obj unless it is already there, and reports
 // whether obj changed. It does not persist obj.
-func Add(obj metav1.Object, name string) bool {
+func add(obj metav1.Object, name string) bool {
 	fs := obj.GetFinalizers()
 	if slices.Contains(fs, name) {
 		return false
@@ -34,9 +34,9 @@ func Add(obj metav1.Object, name string) bool {
 	return true
 }
 
-// Remove removes every occurrence of the finalizer name from obj and reports
+// remove removes every occurrence of the finalizer name from obj and reports
 // whether obj changed. It does not persist obj.
-func Remove(obj metav1.Object, name string) bool {
+func remove(obj metav1.Object, name string) bool {
 	fs := obj.GetFinalizers()
 	if !slices.Contains(fs, name) {
 		return false
@@ -80,7 +80,7 @@ func (f Finalizer) Ensure(ctx context.Context, obj metav1.Object) (added bool, e
 		return false, nil
 	}
 	old := obj.GetFinalizers()
-	Add(obj, f.Name)
+	add(obj, f.Name)
 	if err := f.Update(ctx, obj); err != nil {
 		obj.SetFinalizers(old)
 		return false, fmt.Errorf("could not add finalizer %s to %s: %w", f.Name, key(obj), err)
@@ -114,7 +114,7 @@ func (f Finalizer) Finalize(ctx context.Context, obj metav1.Object, cleanup func
 		return true, fmt.Errorf("could not clean up %s before removing finalizer %s: %w", key(obj), f.Name, err)
 	}
 	old := obj.GetFinalizers()
-	Remove(obj, f.Name)
+	remove(obj, f.Name)
 	if err := f.Update(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 		obj.SetFinalizers(old)
 		return true, fmt.Errorf("could not remove finalizer %s from %s: %w", f.Name, key(obj), err)

@@ -25,7 +25,7 @@ import (
 // compares the gathered families with the catalog, both ways.
 func TestTheCatalogMatchesWhatTheLibraryRegisters(t *testing.T) {
 	reg := prom.NewRegistry()
-	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	rec, err := kooperprom.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

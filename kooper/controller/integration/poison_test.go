@@ -201,7 +201,7 @@ func TestAnObjectThatCannotBeDecodedIsReportedUntilItIsDeleted(t *testing.T) {
 
 	logs := &syncBuffer{}
 	reg := prometheus.NewRegistry()
-	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	rec, err := kooperprom.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,14 +5,12 @@ package prometheus_test
 import (
 	"testing"
 	"time"
-
-	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
 // Not built with the race detector, which changes allocation counts: make
 // test-unit runs it in a go test of its own, without -race.
 func TestRecordingDoesNotAllocate(t *testing.T) {
-	rec, _ := newRecorder(t, kooperprom.Options{})
+	rec, _ := newRecorder(t)
 	name := "pods"
 	rec.IncRetry(name) // the first call creates the series
 

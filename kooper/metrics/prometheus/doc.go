@@ -6,7 +6,7 @@
 // the leader election Recorder and [sharding.Recorder]:
 //
 //	reg := prometheus.NewRegistry()
-//	rec, err := kooperprom.New(reg, kooperprom.Options{})
+//	rec, err := kooperprom.New(reg)
 //	if err != nil { ... }
 //	podsCfg.MetricsRecorder = rec // one Recorder, shared:
 //	nodesCfg.MetricsRecorder = rec // controllers differ by their label
@@ -74,8 +74,8 @@
 // at different moments may briefly count a moved slot twice. A replica whose
 // mode changes keeps no series for the old one.
 //
-// Both histograms use [Options].Buckets, by default [DefaultBuckets]: 1ms
-// doubling to about 33s, which covers a handler making a few API calls as
+// Both histograms, like those of [RegisterRESTClientMetrics], have 16
+// buckets from 1ms doubling to about 33s (32.768s), which covers a handler making a few API calls as
 // well as a key waiting out a retry backoff.
 //
 // A registry holds one Recorder: calling New twice with the same registerer

@@ -19,7 +19,7 @@ import (
 func ExampleNew() {
 	// region: new
 	reg := prometheus.NewRegistry()
-	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	rec, err := kooperprom.New(reg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -55,7 +55,7 @@ func ExampleNew() {
 // the controller label.
 func ExampleRecorder_shared() {
 	reg := prometheus.NewRegistry()
-	rec, err := kooperprom.New(reg, kooperprom.Options{Buckets: []float64{0.1, 1, 10}})
+	rec, err := kooperprom.New(reg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -94,7 +94,7 @@ func ExampleRecorder_shared() {
 // with source "enqueue".
 func ExampleRecorder_IncQueuedEvent() {
 	reg := prometheus.NewRegistry()
-	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	rec, err := kooperprom.New(reg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -134,7 +134,7 @@ func ExampleRecorder_IncQueuedEvent() {
 // after "" (sharding.ModeAuto), replaces the old mode's series.
 func ExampleRecorder_SetShards() {
 	reg := prometheus.NewRegistry()
-	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	rec, err := kooperprom.New(reg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -171,12 +171,12 @@ func ExampleRecorder_SetShards() {
 // Recorder instead.
 func ExampleNew_alreadyRegistered() {
 	reg := prometheus.NewRegistry()
-	if _, err := kooperprom.New(reg, kooperprom.Options{}); err != nil {
+	if _, err := kooperprom.New(reg); err != nil {
 		fmt.Println(err)
 		return
 	}
 
-	_, err := kooperprom.New(reg, kooperprom.Options{})
+	_, err := kooperprom.New(reg)
 	fmt.Println(errors.As(err, new(prometheus.AlreadyRegisteredError)))
 	fmt.Println(err)
 	// Output:

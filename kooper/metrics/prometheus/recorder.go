@@ -3,7 +3,6 @@ package prometheus
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -37,36 +36,10 @@ var sources = []string{
 	"enqueue",
 }
 
-// DefaultBuckets returns the histogram buckets used when Options.Buckets is
-// empty: 16 upper bounds from 1ms doubling to 32.768s.
-func DefaultBuckets() []float64 {
+// defaultBuckets returns the upper bounds, in seconds, of every histogram
+// of this package: 16 from 1ms doubling to 32.768s.
+func defaultBuckets() []float64 {
 	return prom.ExponentialBuckets(0.001, 2, 16)
-}
-
-// Options configures [New].
-type Options struct {
-	// Buckets are the upper bounds, in seconds, of the queue wait and handle
-	// duration histograms, strictly increasing. Default DefaultBuckets().
-	Buckets []float64
-}
-
-func (o *Options) defaults() {
-	if len(o.Buckets) == 0 {
-		o.Buckets = DefaultBuckets()
-	} else {
-		// Copy, so the caller may reuse its slice.
-		o.Buckets = slices.Clone(o.Buckets)
-	}
-}
-
-func (o Options) validate() error {
-	for i := 1; i < len(o.Buckets); i++ {
-		// Written as !(a > b) so that NaN fails too.
-		if !(o.Buckets[i] > o.Buckets[i-1]) {
-			return fmt.Errorf("buckets must be strictly increasing, got %v after %v", o.Buckets[i], o.Buckets[i-1])
-		}
-	}
-	return nil
 }
 
 // Recorder records controller metrics in Prometheus. It implements
@@ -118,16 +91,18 @@ type children struct {
 }
 
 // New creates a Recorder and registers its metrics on reg. Registration is
-// all or nothing. It fails if reg is nil, if opts is invalid, or if reg
-// already has these metrics, typically from another Recorder: that error
-// wraps prometheus.AlreadyRegisteredError, and the fix is to share one Recorder.
-func New(reg prom.Registerer, opts Options) (*Recorder, error) {
+// all or nothing. It fails if reg is nil, or if reg already has these
+// metrics, typically from another Recorder: that error wraps
+// prometheus.AlreadyRegisteredError, and the fix is to share one Recorder.
+func New(reg prom.Registerer) (*Recorder, error) {
+	return newRecorder(reg, defaultBuckets())
+}
+
+// newRecorder is New with histograms of the given buckets: only this
+// package's tests give others (export_test.go), to compare short outputs.
+func newRecorder(reg prom.Registerer, buckets []float64) (*Recorder, error) {
 	if reg == nil {
 		return nil, errors.New("could not create metrics recorder: a prometheus.Registerer is required")
-	}
-	opts.defaults()
-	if err := opts.validate(); err != nil {
-		return nil, fmt.Errorf("could not create metrics recorder: %w", err)
 	}
 
 	r := &Recorder{
@@ -138,12 +113,12 @@ func New(reg prom.Registerer, opts Options) (*Recorder, error) {
 		queueWait: prom.NewHistogramVec(prom.HistogramOpts{
 			Name:    "kooper_controller_queue_wait_seconds",
 			Help:    "Time an object key waited in a controller's queue before a worker took it.",
-			Buckets: opts.Buckets,
+			Buckets: buckets,
 		}, []string{labelController}),
 		handle: prom.NewHistogramVec(prom.HistogramOpts{
 			Name:    "kooper_controller_handle_duration_seconds",
 			Help:    "Time a controller's handler took per call; success is true when it returned no error.",
-			Buckets: opts.Buckets,
+			Buckets: buckets,
 		}, []string{labelController, labelSuccess}),
 		retries: prom.NewCounterVec(prom.CounterOpts{
 			Name: "kooper_controller_retries_total",

@@ -2,10 +2,8 @@ package prometheus_test
 
 import (
 	"errors"
-	"math"
 	"os"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,11 +19,18 @@ import (
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
-// newRecorder returns a Recorder on a fresh registry.
-func newRecorder(t *testing.T, opts kooperprom.Options) (*kooperprom.Recorder, *prometheus.Registry) {
+// newRecorder returns a Recorder on a fresh registry, with histograms of
+// the given buckets, or the default ones without.
+func newRecorder(t *testing.T, buckets ...float64) (*kooperprom.Recorder, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	rec, err := kooperprom.New(reg, opts)
+	newRec := kooperprom.New
+	if len(buckets) > 0 {
+		newRec = func(reg prometheus.Registerer) (*kooperprom.Recorder, error) {
+			return kooperprom.NewWithBuckets(reg, buckets)
+		}
+	}
+	rec, err := newRec(reg)
 	if err != nil {
 		t.Fatalf("got error %v, want none", err)
 	}
@@ -102,7 +107,7 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 }
 
 func TestGatherAndCompare(t *testing.T) {
-	rec, reg := newRecorder(t, kooperprom.Options{Buckets: []float64{0.1, 1}})
+	rec, reg := newRecorder(t, 0.1, 1)
 	recordEverything(rec)
 
 	const want = `
@@ -167,7 +172,7 @@ kooper_sharding_slots{group="tenants",mode="server-side"} 8
 }
 
 func TestGatherAndLintFindsNoProblems(t *testing.T) {
-	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec, reg := newRecorder(t)
 	recordEverything(rec)
 
 	problems, err := testutil.GatherAndLint(reg)
@@ -180,7 +185,7 @@ func TestGatherAndLintFindsNoProblems(t *testing.T) {
 }
 
 func TestFirstUseCreatesSeriesAtZero(t *testing.T) {
-	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec, reg := newRecorder(t)
 	rec.IncRetry("pods")
 
 	zero := []struct {
@@ -234,7 +239,7 @@ func TestSetLeader(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec, reg := newRecorder(t, kooperprom.Options{})
+			rec, reg := newRecorder(t)
 			for _, leading := range tt.calls {
 				rec.SetLeader("pods", leading)
 			}
@@ -308,7 +313,7 @@ kooper_sharding_slots{group="tenants",mode="server-side"} 8`,
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec, reg := newRecorder(t, kooperprom.Options{})
+			rec, reg := newRecorder(t)
 			for _, c := range tt.calls {
 				rec.SetShards(c.group, c.mode, c.owned, c.total)
 			}
@@ -327,7 +332,7 @@ kooper_sharding_slots{group="tenants",mode="server-side"} 8`,
 }
 
 func TestControllersShareOneRecorderByLabel(t *testing.T) {
-	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec, reg := newRecorder(t)
 	rec.IncRetry("pods")
 	rec.IncRetry("pods")
 	rec.IncRetry("nodes")
@@ -340,7 +345,7 @@ func TestControllersShareOneRecorderByLabel(t *testing.T) {
 }
 
 func TestUnknownDropReasonIsRecordedAsGiven(t *testing.T) {
-	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec, reg := newRecorder(t)
 	rec.IncDropped("pods", "other")
 
 	if got := value(t, reg, "kooper_controller_dropped_total", map[string]string{"controller": "pods", "reason": "other"}); got != 1 {
@@ -362,7 +367,7 @@ func TestQueuedEventsAreCountedBySource(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec, reg := newRecorder(t, kooperprom.Options{})
+			rec, reg := newRecorder(t)
 			rec.IncQueuedEvent("pods", tt.source)
 			rec.IncQueuedEvent("pods", tt.source)
 
@@ -389,7 +394,7 @@ func TestQueuedEventsAreCountedBySource(t *testing.T) {
 }
 
 func TestUnknownSourceIsRecordedAsGiven(t *testing.T) {
-	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec, reg := newRecorder(t)
 	rec.IncQueuedEvent("pods", "other")
 
 	const want = `
@@ -410,11 +415,11 @@ kooper_controller_queued_events_total{controller="pods",source="retry"} 0
 
 func TestNewTwiceOnOneRegistryFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	if _, err := kooperprom.New(reg, kooperprom.Options{}); err != nil {
+	if _, err := kooperprom.New(reg); err != nil {
 		t.Fatalf("got error %v from the first New, want none", err)
 	}
 
-	_, err := kooperprom.New(reg, kooperprom.Options{})
+	_, err := kooperprom.New(reg)
 	if err == nil {
 		t.Fatal("got no error from the second New, want one")
 	}
@@ -429,10 +434,10 @@ func TestNewTwiceOnOneRegistryFails(t *testing.T) {
 func TestNewOnWrappedRegistererTwiceFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"app": "shop"}, reg)
-	if _, err := kooperprom.New(wrapped, kooperprom.Options{}); err != nil {
+	if _, err := kooperprom.New(wrapped); err != nil {
 		t.Fatalf("got error %v from the first New, want none", err)
 	}
-	if _, err := kooperprom.New(wrapped, kooperprom.Options{}); !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+	if _, err := kooperprom.New(wrapped); !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
 		t.Errorf("got error %v, want it to wrap prometheus.AlreadyRegisteredError", err)
 	}
 }
@@ -444,7 +449,7 @@ func TestNewRegistersAllOrNothing(t *testing.T) {
 	squatter := prometheus.NewCounter(prometheus.CounterOpts{Name: "kooper_controller_retries_total", Help: "Not ours."})
 	reg.MustRegister(squatter)
 
-	_, err := kooperprom.New(reg, kooperprom.Options{})
+	_, err := kooperprom.New(reg)
 	if err == nil {
 		t.Fatal("got no error, want one")
 	}
@@ -459,84 +464,41 @@ func TestNewRegistersAllOrNothing(t *testing.T) {
 	}
 }
 
-func TestNewRejectsInvalidInput(t *testing.T) {
-	tests := []struct {
-		name string
-		reg  prometheus.Registerer
-		opts kooperprom.Options
-		want string
-	}{
-		{
-			name: "a nil registerer is refused",
-			opts: kooperprom.Options{},
-			want: "Registerer is required",
-		},
-		{
-			name: "decreasing buckets are refused",
-			reg:  prometheus.NewRegistry(),
-			opts: kooperprom.Options{Buckets: []float64{1, 0.5}},
-			want: "strictly increasing",
-		},
-		{
-			name: "repeated buckets are refused",
-			reg:  prometheus.NewRegistry(),
-			opts: kooperprom.Options{Buckets: []float64{0.1, 0.1}},
-			want: "strictly increasing",
-		},
-		{
-			name: "a NaN bucket is refused",
-			reg:  prometheus.NewRegistry(),
-			opts: kooperprom.Options{Buckets: []float64{0.1, math.NaN()}},
-			want: "strictly increasing",
-		},
+func TestNewRefusesANilRegisterer(t *testing.T) {
+	rec, err := kooperprom.New(nil)
+	if err == nil || !strings.Contains(err.Error(), "Registerer is required") {
+		t.Fatalf("got error %v, want one saying a Registerer is required", err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			rec, err := kooperprom.New(tt.reg, tt.opts)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("got error %v, want one containing %q", err, tt.want)
-			}
-			if rec != nil {
-				t.Errorf("got a Recorder with the error, want nil")
-			}
-		})
+	if rec != nil {
+		t.Errorf("got a Recorder with the error, want nil")
 	}
 }
 
-func TestNewCopiesBuckets(t *testing.T) {
-	buckets := []float64{0.1, 1}
-	rec, reg := newRecorder(t, kooperprom.Options{Buckets: buckets})
-	buckets[0], buckets[1] = 5, 10 // the caller reuses its slice
+func TestTheHistogramsHave16BucketsFrom1msTo33s(t *testing.T) {
+	rec, reg := newRecorder(t)
 	rec.ObserveQueueWait("pods", 500*time.Millisecond)
+	rec.ObserveHandling("pods", true, 500*time.Millisecond)
 
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	want := map[string]bool{"kooper_controller_queue_wait_seconds": true, "kooper_controller_handle_duration_seconds": true}
 	for _, mf := range mfs {
-		if mf.GetName() != "kooper_controller_queue_wait_seconds" {
+		if !want[mf.GetName()] {
 			continue
 		}
+		delete(want, mf.GetName())
 		var got []float64
 		for _, b := range mf.GetMetric()[0].GetHistogram().GetBucket() {
 			got = append(got, b.GetUpperBound())
 		}
-		if want := []float64{0.1, 1}; !slices.Equal(got, want) {
-			t.Errorf("got buckets %v, want %v", got, want)
+		if len(got) != 16 || got[0] != 0.001 || got[1] != 0.002 || got[15] != 32.768 {
+			t.Errorf("got %s buckets %v, want 16 from 0.001 doubling to 32.768", mf.GetName(), got)
 		}
-		return
 	}
-	t.Fatal("got no queue wait histogram, want one")
-}
-
-func TestDefaultBuckets(t *testing.T) {
-	b := kooperprom.DefaultBuckets()
-	if len(b) != 16 || b[0] != 0.001 || b[len(b)-1] != 32.768 {
-		t.Errorf("got %v, want 16 buckets from 0.001 to 32.768", b)
-	}
-	b[0] = 42
-	if got := kooperprom.DefaultBuckets()[0]; got != 0.001 {
-		t.Errorf("got first bucket %v after changing a returned slice, want 0.001", got)
+	if len(want) != 0 {
+		t.Errorf("got no histogram %v, want one each", want)
 	}
 }
 
@@ -555,7 +517,7 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec, reg := newRecorder(t)
 	controllers := []string{"pods", "nodes", "services"}
 	// Every source, and one the Recorder has no cached series for.
 	sources := []string{
@@ -635,7 +597,7 @@ func TestDocTableListsEveryMetric(t *testing.T) {
 		documented[m[1]] = m[2] + ": " + strings.Join(labels, ", ")
 	}
 
-	rec, reg := newRecorder(t, kooperprom.Options{})
+	rec, reg := newRecorder(t)
 	recordEverything(rec)
 	if err := kooperprom.RegisterRESTClientMetrics(reg); err != nil {
 		t.Fatal(err)

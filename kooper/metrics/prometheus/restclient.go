@@ -26,12 +26,12 @@ var restClient = struct {
 	latency: prom.NewHistogramVec(prom.HistogramOpts{
 		Name:    "kooper_rest_client_request_duration_seconds",
 		Help:    "Latency of requests to the API server, by verb and host.",
-		Buckets: DefaultBuckets(),
+		Buckets: defaultBuckets(),
 	}, []string{"verb", "host"}),
 	rateLimiter: prom.NewHistogramVec(prom.HistogramOpts{
 		Name:    "kooper_rest_client_rate_limiter_duration_seconds",
 		Help:    "Time requests waited for the client's own rate limiter (QPS and burst), by verb and host.",
-		Buckets: DefaultBuckets(),
+		Buckets: defaultBuckets(),
 	}, []string{"verb", "host"}),
 }
 

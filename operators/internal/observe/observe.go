@@ -49,7 +49,7 @@ func New(cfg *rest.Config, reg prom.Registerer, tp trace.TracerProvider, own ...
 			return Setup{}, fmt.Errorf("could not register metrics: %w", err)
 		}
 	}
-	rec, err := kooperprom.New(reg, kooperprom.Options{})
+	rec, err := kooperprom.New(reg)
 	if err != nil {
 		return Setup{}, fmt.Errorf("could not register the controller metrics: %w", err)
 	}
