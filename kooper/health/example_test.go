@@ -3,8 +3,8 @@ package health_test
 import (
 	"context"
 	"fmt"
-
-	"k8s.io/client-go/kubernetes/fake"
+	"io"
+	"net/http"
 
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/health"
@@ -16,37 +16,29 @@ type filled struct{}
 func (filled) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 func (filled) HasSynced() bool               { return true }
 
-// Readiness asks a *leaderelection.Runner which role this replica has.
-// Without leader election the replica is ready once its caches are filled;
-// under leader election, a new runner is a standby, ready to take over,
-// until it holds the Lease.
-func ExampleReadiness() {
-	ctrl := filled{}
-	single, err := leaderelection.New(leaderelection.Config{Disabled: true}, ctrl)
+// /readyz answers what the runner's Ready says: here a runner without
+// leader election whose controller's cache is filled.
+func ExampleStart() {
+	runner, err := leaderelection.New(leaderelection.Config{Disabled: true}, filled{})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
-	replica, err := leaderelection.New(leaderelection.Config{
-		Name:      "pod-terminator",
-		Namespace: "kooper-pod-terminator",
-		Client:    fake.NewClientset().CoordinationV1(),
-	}, ctrl)
+	srv, err := health.Start(health.Config{Addr: "127.0.0.1:0", Ready: runner.Ready})
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
+	defer srv.Stop()
 
-	for _, r := range []*leaderelection.Runner{single, replica} {
-		// What /readyz answers.
-		status, err := health.Readiness(r, ctrl)()
-		if err != nil {
-			fmt.Println(503, err)
-			continue
-		}
-		fmt.Println(200, status)
+	resp, err := http.Get("http://" + srv.Addr() + "/readyz")
+	if err != nil {
+		fmt.Println(err)
+		return
 	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Print(resp.StatusCode, " ", string(body))
 	// Output:
 	// 200 synced
-	// 200 standby
 }

@@ -26,8 +26,8 @@ func StartWithin(cfg Config, l Limits) (*Server, error) {
 	return Start(cfg)
 }
 
-// ServeWithin is Serve, or ServeTLS if tlsConfig is not nil, bounded by l
-// instead of the defaults.
+// ServeWithin serves h over plain HTTP, or like ServeTLS if tlsConfig is
+// not nil, bounded by l instead of the defaults.
 func ServeWithin(addr string, h http.Handler, tlsConfig *tls.Config, l Limits) (*Server, error) {
 	return listen(addr, tlsConfig, h, nil, l.server())
 }

@@ -5,19 +5,19 @@
 // authorizes only.
 //
 // What "ready" means is the operator's choice, through Config.Ready. For
-// controllers run by a *leaderelection.Runner, Ready returned by Readiness is
+// controllers run by a *leaderelection.Runner, the runner's Ready method is
 // the usual one: a leader is ready once every controller's cache is filled; a
 // standby is ready at once, because it can take over, so a Deployment of two
 // replicas becomes Available with one of them waiting. Without leader
 // election (the runner's Config.Disabled), a replica is ready once the caches
-// are filled.
+// are filled. A *sharding.Runner has a Ready method too.
 //
 //	runner, err := leaderelection.New(leaderelection.Config{...}, ctrlA, ctrlB)
 //	if err != nil { ... }
 //	srv, err := health.Start(health.Config{
 //		Addr:     ":8080",
 //		Gatherer: registry,
-//		Ready:    health.Readiness(runner, ctrlA, ctrlB),
+//		Ready:    runner.Ready,
 //	})
 //	if err != nil { ... }
 //	defer srv.Stop()
@@ -25,7 +25,7 @@
 //
 // # Limits
 //
-// Every server of this package (Start, Serve, ServeTLS) bounds what one
+// Every server of this package (Start, ServeTLS) bounds what one
 // connection may hold, so that slow or idle clients cannot pile up
 // connections and memory:
 //
@@ -77,7 +77,9 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Ready answers /readyz: a nil error is ready (200, with the status as
 	// the body, e.g. the replica's role), an error is not (503, with the
-	// error as the body). Default: always ready.
+	// error as the body). Default: always ready. A
+	// *leaderelection.Runner's or a *sharding.Runner's Ready method is
+	// the usual one.
 	Ready func() (status string, err error)
 	// EnableProfiling serves Go's profiles under /debug/pprof/ (net/http/pprof).
 	// Off by default: profiles expose internals and cost CPU while taken.
@@ -170,11 +172,6 @@ func Start(cfg Config) (*Server, error) {
 // ServeTLS serves h over TLS on addr until Stop, e.g. an admission webhook.
 func ServeTLS(addr string, h http.Handler, tlsConfig *tls.Config, logger log.Logger) (*Server, error) {
 	return listen(addr, tlsConfig, h, logger, defaultLimits())
-}
-
-// Serve serves h over plain HTTP on addr until Stop.
-func Serve(addr string, h http.Handler, logger log.Logger) (*Server, error) {
-	return listen(addr, nil, h, logger, defaultLimits())
 }
 
 // listen serves h on addr, over TLS if tlsConfig is not nil, within lim.
@@ -303,80 +300,4 @@ func (s *Server) Stop() {
 	defer cancel()
 	_ = s.srv.Shutdown(ctx)
 	<-s.done
-}
-
-// Leadership is what Readiness asks about leader election: a
-// *leaderelection.Runner.
-type Leadership interface {
-	// Leading reports whether this replica leads and runs its controllers.
-	Leading() bool
-	// Standby reports whether leader election is on and this replica does
-	// not lead: it is ready to take over.
-	Standby() bool
-	// WarmStandby reports whether a standby fills its controllers' caches
-	// before it leads: it is then ready to take over once they are filled.
-	WarmStandby() bool
-}
-
-// Synced is what Readiness checks: a *controller.Controller.
-type Synced interface {
-	HasSynced() bool
-}
-
-// syncErrorer is a Synced that can say why it has not synced, as a
-// *controller.Controller does (a list that fails, objects that cannot be
-// decoded).
-type syncErrorer interface {
-	SyncError() error
-}
-
-// Readiness returns a Config.Ready: ready while l is a cold standby, or
-// when every controller has synced (a warm standby fills its caches before
-// it leads, so it is ready once they are filled). The status says which:
-// "standby", "leading", or "synced" without leader election (l nil, or
-// neither leading nor standing by, as a runner with leader election
-// disabled). When not ready, the error says so ("leading, caches not synced
-// yet", "standby, caches not synced yet", or "caches not synced yet"
-// without leader election), followed by why for each controller
-// that knows (SyncError, such as "tenants: could not decode the retrieved
-// objects of *v1alpha1.Tenant: ..."): that is the body of /readyz's 503.
-func Readiness(l Leadership, controllers ...Synced) func() (string, error) {
-	return func() (string, error) {
-		if l != nil && l.Standby() && !l.WarmStandby() {
-			return "standby", nil // ready to take over
-		}
-		leading, warm := l != nil && l.Leading(), l != nil && l.Standby()
-		synced := true
-		var why []error
-		for _, c := range controllers {
-			if c.HasSynced() {
-				continue
-			}
-			synced = false
-			if e, ok := c.(syncErrorer); ok {
-				if err := e.SyncError(); err != nil {
-					why = append(why, err)
-				}
-			}
-		}
-		switch {
-		case synced && leading:
-			return "leading", nil
-		case synced && warm:
-			return "standby", nil // warm: takes over without a list
-		case synced:
-			return "synced", nil
-		}
-		msg := "caches not synced yet"
-		switch {
-		case leading:
-			msg = "leading, " + msg
-		case warm:
-			msg = "standby, " + msg
-		}
-		if len(why) == 0 {
-			return "", errors.New(msg)
-		}
-		return "", fmt.Errorf("%s: %w", msg, errors.Join(why...))
-	}
 }

@@ -51,8 +51,9 @@ import (
 // TokenReview, so what they can make it spend is bounded whoever they are:
 // 4 reviews at once, the others answered 503 at once without one; 5s per
 // review; a log line per failure and 10s, counting those held back, not one
-// per request. Decisions are kept for CacheTTL, those about tokens the API
-// server did not authenticate apart, so that a flood of made-up tokens
+// per request. Decisions are kept for a minute, so that a scrape every few
+// seconds costs no review, those about tokens the API server did not
+// authenticate apart, so that a flood of made-up tokens
 // never pushes a scraper's decision out. Give TokenReviews and
 // SubjectAccessReviews a clientset of their own (built from a rest.Config
 // whose RateLimiter is nil, with QPS and Burst of their own): its rate
@@ -72,9 +73,6 @@ type SecureMetrics struct {
 	// 127.0.0.1 (Prometheus then scrapes with insecure_skip_verify, the
 	// usual setting for in-cluster operator metrics).
 	TLS *tls.Config
-	// CacheTTL is how long a decision about one token is kept, so that a
-	// scrape every few seconds costs no review. Default 1 minute.
-	CacheTTL time.Duration
 }
 
 // The bounds of SecureMetrics' documentation.
@@ -89,6 +87,8 @@ const (
 	// logInterval is the least time between two log lines about the same
 	// failure.
 	logInterval = 10 * time.Second
+	// cacheTTL is how long a decision about one token is kept.
+	cacheTTL = time.Minute
 	// maxCached bounds each cache of decisions: past it, that cache starts
 	// empty again.
 	maxCached = 1024
@@ -202,7 +202,7 @@ func (a *authorizer) review(ctx context.Context, token, path string) (decision, 
 	if err != nil {
 		return decision{}, fmt.Errorf("token review: %w", err)
 	}
-	d := decision{status: http.StatusOK, until: a.clock.Now().Add(a.cfg.CacheTTL)}
+	d := decision{status: http.StatusOK, until: a.clock.Now().Add(cacheTTL)}
 	if !tr.Status.Authenticated {
 		d.status, d.message = http.StatusUnauthorized, "Unauthorized: the token is not valid"
 		return d, nil
@@ -261,9 +261,6 @@ func startSecure(cfg SecureMetrics, h http.Handler, logger log.Logger, lim serve
 		return nil, errors.New("health: secure metrics need an address")
 	case cfg.TokenReviews == nil || cfg.SubjectAccessReviews == nil:
 		return nil, errors.New("health: secure metrics need clients for TokenReviews and SubjectAccessReviews")
-	}
-	if cfg.CacheTTL <= 0 {
-		cfg.CacheTTL = time.Minute
 	}
 	tlsCfg := cfg.TLS
 	if tlsCfg == nil {

@@ -2,10 +2,15 @@ package integration_test
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
@@ -24,12 +29,19 @@ func (l leadRecorder) Run(ctx context.Context) error {
 	return nil
 }
 
-// startRecorded runs a Runner with cfg (its Client set here) whose only
-// runnable records in rec when this replica led, and returns it with its
-// stop function.
+// leases returns a client of the test cluster's Leases of its own.
+func leases() coordinationv1client.LeasesGetter {
+	return kubernetes.NewForConfigOrDie(rest.CopyConfig(cluster.Config())).CoordinationV1()
+}
+
+// startRecorded runs a Runner with cfg (its Client set here unless set)
+// whose only runnable records in rec when this replica led, and returns it
+// with its stop function.
 func startRecorded(t *testing.T, rec *handlings, cfg leaderelection.Config) (*leaderelection.Runner, func() error) {
 	t.Helper()
-	cfg.Client = kubernetes.NewForConfigOrDie(rest.CopyConfig(cluster.Config())).CoordinationV1()
+	if cfg.Client == nil {
+		cfg.Client = leases()
+	}
 	r, err := leaderelection.New(cfg, leadRecorder{id: cfg.Identity, rec: rec})
 	if err != nil {
 		t.Fatal(err)
@@ -97,29 +109,55 @@ func TestAStandbyTakesAReleasedLeaseBeforeItsNextRetry(t *testing.T) {
 	}
 }
 
+// partitioned is a LeasesGetter whose Lease writes fail once cut is set:
+// a replica cut off from the API server, which can neither renew nor
+// release its Lease.
+type partitioned struct {
+	coordinationv1client.LeasesGetter
+	cut *atomic.Bool
+}
+
+func (p partitioned) Leases(namespace string) coordinationv1client.LeaseInterface {
+	return partitionedLeases{LeaseInterface: p.LeasesGetter.Leases(namespace), cut: p.cut}
+}
+
+type partitionedLeases struct {
+	coordinationv1client.LeaseInterface
+	cut *atomic.Bool
+}
+
+func (l partitionedLeases) Update(ctx context.Context, lease *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if l.cut.Load() {
+		return nil, errors.New("partitioned from the API server")
+	}
+	return l.LeaseInterface.Update(ctx, lease, opts)
+}
+
 // A leader that stops renewing without releasing (a SIGKILL, a partition:
-// here DisableReleaseOnCancel and a cancelled Run) leaves the Lease to run
-// out. With a 9-second retry period a polling standby would take it over
+// here Lease writes that fail from just before its Run is cancelled)
+// leaves the Lease to run out. With a 9-second retry period a polling standby would take it over
 // up to 19.8 seconds after it expired; the watching standby takes it at
 // its expiry: LeaseDuration after it saw the last renewal, never before.
 func TestAStandbyTakesAnExpiredLeaseAtItsExpiry(t *testing.T) {
 	_, ns := setup(t)
 	const lease = 12 * time.Second
 	rec := &handlings{}
-	start := func(id string) (*leaderelection.Runner, func() error) {
+	var cutA atomic.Bool
+	start := func(id string, cut *atomic.Bool) (*leaderelection.Runner, func() error) {
 		return startRecorded(t, rec, leaderelection.Config{
 			Name: "expiry", Namespace: ns, Identity: id,
 			LeaseDuration: lease, RenewDeadline: 11 * time.Second, RetryPeriod: 9 * time.Second,
-			DisableReleaseOnCancel: true,
+			Client: partitioned{LeasesGetter: leases(), cut: cut},
 		})
 	}
-	a, stopA := start("a")
+	a, stopA := start("a", &cutA)
 	eventually(t, 10*time.Second, "a leads", a.Leading)
-	b, stopB := start("b")
+	b, stopB := start("b", new(atomic.Bool))
 	time.Sleep(time.Second) // b's first attempt, at once, fails
 	if b.Leading() {
 		t.Fatal("b leads while a holds the Lease")
 	}
+	cutA.Store(true)
 	if err := stopA(); err != nil { // no release: the Lease stays a's
 		t.Fatalf("a: %v", err)
 	}

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/health"
 	kooperslog "github.com/kooperkit/kooper/kooper/log/slog"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
@@ -219,12 +220,16 @@ func TestAnObjectThatCannotBeDecodedIsReportedUntilItIsDeleted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := health.Start(health.Config{Addr: "127.0.0.1:0", Gatherer: reg, Ready: health.Readiness(nil, ctrl)})
+	runner, err := leaderelection.New(leaderelection.Config{Disabled: true}, ctrl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := health.Start(health.Config{Addr: "127.0.0.1:0", Gatherer: reg, Ready: runner.Ready})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Stop)
-	stop, _ := runInBackground(t, ctrl.Run)
+	stop, _ := runInBackground(t, runner.Run)
 
 	// Not ready, and /readyz says why.
 	var code int

@@ -94,9 +94,11 @@ func TestAWarmStandbyTakesOverWithoutAList(t *testing.T) {
 	a := start("a")
 	eventually(t, 30*time.Second, "a leads and handles every ConfigMap", func() bool { return a.runner.Leading() && handled(a) == objects })
 	b := start("b")
+	// A cold standby would not run its controller: its cache would stay
+	// empty.
 	eventually(t, 30*time.Second, "b's cache is filled while it stands by", func() bool { return b.ctrl.HasSynced() })
-	if !b.runner.Standby() || !b.runner.WarmStandby() || handled(b) != 0 {
-		t.Fatalf("got b standby %t, warm %t, %d handled, want a warm standby that handled nothing", b.runner.Standby(), b.runner.WarmStandby(), handled(b))
+	if status, err := b.runner.Ready(); !b.runner.Standby() || err != nil || status != "standby" || handled(b) != 0 {
+		t.Fatalf("got b standby %t, ready %q (%v), %d handled, want a ready warm standby that handled nothing", b.runner.Standby(), status, err, handled(b))
 	}
 	before := len(b.wire.to("/configmaps"))
 

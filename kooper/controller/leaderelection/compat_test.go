@@ -11,6 +11,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	kooperle "github.com/kooperkit/kooper/kooper/controller/leaderelection"
 )
 
 // clientGoElector runs client-go's leader elector on the Lease ops/lease,
@@ -100,7 +102,9 @@ func TestAClientGoElectorAndARunnerNeverLeadAtOnce(t *testing.T) {
 			stopOld := clientGoElector(t, client, j, "old", tt.release)
 			eventually(t, "client-go's elector leads", func() bool { return j.started("old") })
 			cfg := testConfig(client, "new")
-			cfg.DisableReleaseOnCancel = !tt.release
+			if !tt.release {
+				kooperle.KeepLease(&cfg)
+			}
 			cancelNew, waitNew := run(t, newRunner(t, cfg, j.runnable("new", 0)))
 			time.Sleep(1200 * time.Millisecond) // past the Lease duration
 			if j.started("new") {

@@ -4,8 +4,8 @@
 // Run several replicas of an operator for availability; a [Runner] in each
 // competes for the Lease. The holder runs its controllers; the others stand
 // by and take over when the holder stops or dies. [Runner.Leading] and
-// [Runner.Standby] say which role this replica has now, e.g. for
-// kooper/health's Readiness.
+// [Runner.Standby] say which role this replica has now, and
+// [Runner.Ready] answers kooper/health's /readyz with it.
 //
 // With Config.Disabled a Runner runs its controllers at once and holds no
 // Lease, for a single replica (a development run, a test): an operator
@@ -31,8 +31,7 @@
 //     advancing at the same rate on both replicas, not on them agreeing.
 //   - On a clean shutdown (the Run context is cancelled) the controllers are
 //     drained first, while the Lease is still renewed, and it is released
-//     after, so a standby takes over at once without overlapping (disable
-//     with DisableReleaseOnCancel).
+//     after, so a standby takes over at once without overlapping.
 //   - A standby watches the Lease and tries to acquire it as soon as it sees
 //     it released, or LeaseDuration after it first saw its current version,
 //     instead of at its next retry (needs the RBAC verb watch on leases;

@@ -58,8 +58,8 @@ func ExampleNew() {
 
 // With Disabled, for a single replica (a development run, a test), the same
 // Runner runs its controllers at once and holds no Lease: no Name, Namespace
-// or Client. It neither leads nor stands by, which kooper/health's Readiness
-// reads as "no leader election".
+// or Client. It neither leads nor stands by, and its Ready (for /readyz)
+// answers "synced" once its controllers' caches are filled.
 func ExampleConfig_disabled() {
 	pods := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
 	_, _ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}})
@@ -86,10 +86,53 @@ func ExampleConfig_disabled() {
 		return
 	}
 	fmt.Println("leading:", runner.Leading(), "standby:", runner.Standby())
+	_, err = runner.Ready()
+	fmt.Println("ready:", err)
 	if err := runner.Run(ctx); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
 	// leading: false standby: false
+	// ready: caches not synced yet
 	// handles web-1
+}
+
+// filled stands for a *controller.Controller whose cache is filled.
+type filled struct{}
+
+func (filled) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+func (filled) HasSynced() bool               { return true }
+
+// Ready says what /readyz answers (kooper/health's Config.Ready). Without
+// leader election the replica is ready once its caches are filled; under
+// leader election, a new runner is a standby, ready to take over, until it
+// holds the Lease.
+func ExampleRunner_Ready() {
+	ctrl := filled{}
+	single, err := leaderelection.New(leaderelection.Config{Disabled: true}, ctrl)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	replica, err := leaderelection.New(leaderelection.Config{
+		Name:      "pod-terminator",
+		Namespace: "kooper-pod-terminator",
+		Client:    fake.NewClientset().CoordinationV1(),
+	}, ctrl)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	for _, r := range []*leaderelection.Runner{single, replica} {
+		status, err := r.Ready()
+		if err != nil {
+			fmt.Println(503, err)
+			continue
+		}
+		fmt.Println(200, status)
+	}
+	// Output:
+	// 200 synced
+	// 200 standby
 }

@@ -27,17 +27,25 @@ var (
 )
 
 // Runnable is what a Runner runs while leading: a *controller.Controller or
-// anything else that works until its context is done. If it has a
-// ShutdownTimeout() time.Duration method, New checks it against the Lease
-// timings.
+// anything else that works until its context is done. The Runner also
+// uses the methods of a *controller.Controller that a Runnable has:
+//
+//   - ShutdownTimeout() time.Duration: New checks it against the Lease
+//     timings;
+//   - RunWarm(ctx, leading <-chan struct{}) error: a warm standby runs it
+//     while standing by, to fill and keep the cache, and closes leading
+//     when this replica leads (Config.DisableWarmStandby);
+//   - SetValidUntil(time.Time): told until when this replica leads unless
+//     it renews the Lease;
+//   - HasSynced() bool and SyncError() error: Ready asks them.
 type Runnable interface {
 	Run(ctx context.Context) error
 }
 
-// Warmer is a Runnable that can get ready while this replica stands by: a
+// warmer is a Runnable that can get ready while this replica stands by: a
 // *controller.Controller, whose RunWarm fills and keeps its cache but
 // handles nothing until leading is closed.
-type Warmer interface {
+type warmer interface {
 	Runnable
 	RunWarm(ctx context.Context, leading <-chan struct{}) error
 }
@@ -77,13 +85,10 @@ type Config struct {
 	// RetryPeriod is the wait between acquisition or renewal attempts.
 	// Default 2s.
 	RetryPeriod time.Duration
-	// DisableReleaseOnCancel keeps the Lease held after a clean shutdown, so
-	// a standby waits LeaseDuration before taking over.
-	DisableReleaseOnCancel bool
 	// DisableWarmStandby starts the runnables only once this replica leads.
-	// By default a standby is warm: the runnables that can (Warmer, such as
-	// a *controller.Controller) fill and keep their caches while it stands
-	// by, and start handling the moment it leads, so a takeover waits for
+	// By default a standby is warm: the runnables that can (those with a
+	// RunWarm method, such as a *controller.Controller) fill and keep their
+	// caches while it stands by, and start handling the moment it leads, so a takeover waits for
 	// no list. The price is memory: a standby holds the same caches as the
 	// leader, and keeps a watch open on the API server for each.
 	DisableWarmStandby bool
@@ -92,6 +97,11 @@ type Config struct {
 	Logger log.Logger
 	// Recorder receives the leader status. Default: none.
 	Recorder Recorder
+
+	// keepLease keeps the Lease held after a clean shutdown, as a crashed
+	// leader does, so that a standby waits LeaseDuration before taking
+	// over. Only this package's tests set it (export_test.go).
+	keepLease bool
 }
 
 // Defaults of Config's timings.
@@ -197,19 +207,78 @@ func (r *Runner) Leading() bool { return r.leading.Load() }
 // concurrent use.
 func (r *Runner) Standby() bool { return !r.cfg.Disabled && !r.leading.Load() }
 
-// WarmStandby reports whether this replica keeps warm runnables running
+// warmStandby reports whether this replica keeps warm runnables running
 // while it stands by: leader election is on, Config.DisableWarmStandby is
-// not set, and at least one runnable is a Warmer.
-func (r *Runner) WarmStandby() bool {
+// not set, and at least one runnable is a warmer.
+func (r *Runner) warmStandby() bool {
 	if r.cfg.Disabled || r.cfg.DisableWarmStandby {
 		return false
 	}
 	for _, run := range r.runnables {
-		if _, ok := run.(Warmer); ok {
+		if _, ok := run.(warmer); ok {
 			return true
 		}
 	}
 	return false
+}
+
+// Ready reports this replica's state for /readyz (kooper/health's
+// Config.Ready). A cold standby (Config.DisableWarmStandby) is ready at
+// once, because it can take over, so that a Deployment of two replicas
+// becomes Available with one of them waiting. Otherwise the replica is
+// ready once every runnable that has a HasSynced() bool method (a
+// *controller.Controller) has synced: a leader once its caches are filled,
+// a warm standby once it filled those of its warm runnables, and likewise
+// a runner with Config.Disabled. The status says which: "leading",
+// "standby", or "synced" when Config.Disabled.
+//
+// When not ready, the error says so ("leading, caches not synced yet",
+// "standby, caches not synced yet", or "caches not synced yet" when
+// Config.Disabled), followed by why for each runnable that knows (its
+// SyncError() error, such as a controller's "tenants: could not decode the
+// retrieved objects of *v1alpha1.Tenant: ..."): that is the body of
+// /readyz's 503. Safe for concurrent use.
+func (r *Runner) Ready() (string, error) {
+	standby := r.Standby()
+	warm := standby && r.warmStandby()
+	if standby && !warm {
+		return "standby", nil // ready to take over
+	}
+	synced := true
+	var why []error
+	for _, run := range r.runnables {
+		if _, ok := run.(warmer); warm && !ok {
+			continue // starts only once this replica leads
+		}
+		s, ok := run.(interface{ HasSynced() bool })
+		if !ok || s.HasSynced() {
+			continue
+		}
+		synced = false
+		if e, ok := run.(interface{ SyncError() error }); ok {
+			if err := e.SyncError(); err != nil {
+				why = append(why, err)
+			}
+		}
+	}
+	status := "synced"
+	switch {
+	case warm:
+		status = "standby" // takes over without a list once synced
+	case r.Leading():
+		status = "leading"
+	}
+	if synced {
+		return status, nil
+	}
+	msg := "caches not synced yet"
+	if status != "synced" {
+		msg = status + ", " + msg
+	}
+	if len(why) == 0 {
+		return "", errors.New(msg)
+	}
+	return "", fmt.Errorf("%s: %w", msg, errors.Join(why...))
 }
 
 // Run runs the runnables until ctx is done; if one returns, the others are
@@ -265,7 +334,7 @@ func (r *Runner) elect(ctx context.Context) error {
 	var warm *warmup
 	acquireCtx, stopAcquiring := context.WithCancel(ctx)
 	defer stopAcquiring()
-	if r.WarmStandby() {
+	if r.warmStandby() {
 		warm = r.warmUp(ctx)
 		bg.Go(func() {
 			select {
@@ -296,7 +365,7 @@ func (r *Runner) elect(ctx context.Context) error {
 
 // leadHolding runs the runnables while this replica holds the Lease l,
 // written with a request that started at start, then releases it unless
-// it was lost or DisableReleaseOnCancel is set.
+// it was lost (or the tests keep it: Config.keepLease).
 func (r *Runner) leadHolding(ctx context.Context, e *elector, l *coordinationv1.Lease, start time.Time, warm *warmup) error {
 	// lost is cancelled, with the reason, when the protocol ends leading.
 	lost, lose := context.WithCancelCause(context.WithoutCancel(ctx))
@@ -320,7 +389,7 @@ func (r *Runner) leadHolding(ctx context.Context, e *elector, l *coordinationv1.
 	stopHolding()
 	l = <-held
 
-	if context.Cause(lost) == nil && !r.cfg.DisableReleaseOnCancel {
+	if context.Cause(lost) == nil && !r.cfg.keepLease {
 		// Bounded like a renewal, on a context of its own: ctx may be done.
 		rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 		timeout := r.clock.AfterFunc(r.cfg.RenewDeadline, cancel)
@@ -342,10 +411,10 @@ type warmup struct {
 	leading chan struct{} // closed when this replica leads
 	done    chan struct{} // closed once every warm runnable returned
 	err     error         // the first error of a warm runnable, once done
-	cold    []Runnable    // the runnables that are not Warmers
+	cold    []Runnable    // the runnables that are not warmers
 }
 
-// warmUp starts every Warmer's RunWarm on a context of its own (from ctx);
+// warmUp starts every warmer's RunWarm on a context of its own (from ctx);
 // the first to return stops the others.
 func (r *Runner) warmUp(ctx context.Context) *warmup {
 	wctx, cancel := context.WithCancel(ctx)
@@ -355,13 +424,13 @@ func (r *Runner) warmUp(ctx context.Context) *warmup {
 		mu sync.Mutex
 	)
 	for _, run := range r.runnables {
-		warmer, ok := run.(Warmer)
+		warm, ok := run.(warmer)
 		if !ok {
 			w.cold = append(w.cold, run)
 			continue
 		}
 		wg.Go(func() {
-			err := warmer.RunWarm(wctx, w.leading)
+			err := warm.RunWarm(wctx, w.leading)
 			mu.Lock()
 			if w.err == nil {
 				w.err = err

@@ -8,13 +8,11 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
-
-	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 )
 
-// warm is a Warmer that records when it started, when it was told to
-// handle and when it stopped, and drains for drain after its context is
-// done.
+// warm is a runnable with a RunWarm method, as a *controller.Controller
+// has, that records when it started, when it was told to handle and when
+// it stopped, and drains for drain after its context is done.
 type warm struct {
 	drain time.Duration
 	fail  error // returned at once from RunWarm, if set
@@ -84,8 +82,8 @@ func TestAWarmStandbyStartsAtOnceAndHandlesOnlyOnceItLeads(t *testing.T) {
 	eventually(t, "a leads and handles", func() bool { _, h, _, _, _ := a.get(); return !h.IsZero() && j.started("a") })
 
 	runnerB := newRunner(t, testConfig(client, "b"), b, j.runnable("b", 0))
-	if !runnerB.WarmStandby() || !runnerB.Standby() {
-		t.Errorf("got WarmStandby %t and Standby %t, want a warm standby", runnerB.WarmStandby(), runnerB.Standby())
+	if !runnerB.Standby() {
+		t.Error("got b not a standby before it ran, want one")
 	}
 	cancelB, waitB := run(t, runnerB)
 	eventually(t, "b's warm runnable starts while a leads", func() bool { s, _, _, _, _ := b.get(); return !s.IsZero() })
@@ -122,11 +120,7 @@ func TestDisableWarmStandbyStartsNothingBeforeLeading(t *testing.T) {
 	cfg := testConfig(client, "b")
 	cfg.DisableWarmStandby = true
 	b := &warm{}
-	runnerB := newRunner(t, cfg, b)
-	if runnerB.WarmStandby() {
-		t.Error("got a warm standby, want a cold one")
-	}
-	cancelB, waitB := run(t, runnerB)
+	cancelB, waitB := run(t, newRunner(t, cfg, b))
 	time.Sleep(300 * time.Millisecond)
 	if s, _, _, _, _ := b.get(); !s.IsZero() {
 		t.Fatal("b's runnable started while a leads")
@@ -212,4 +206,7 @@ func TestAWarmRunnableFailingWhileLeadingReleasesTheLeaseAfterTheOthersDrain(t *
 	}
 }
 
-var _ leaderelection.Warmer = (*warm)(nil)
+// The method a Runner looks for to keep a runnable warm while standing by.
+var _ interface {
+	RunWarm(ctx context.Context, leading <-chan struct{}) error
+} = (*warm)(nil)

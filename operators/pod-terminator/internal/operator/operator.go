@@ -326,8 +326,8 @@ func Run(ctx context.Context, cfg Config) error {
 	// region: readiness
 	if cfg.HTTPAddr != "" {
 		// The runner says whether this replica leads, stands by, or runs
-		// without leader election.
-		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: health.Readiness(runner, ctrl), SecureMetrics: secureMetrics, Logger: logger})
+		// without leader election, and whether its controller has synced.
+		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: runner.Ready, SecureMetrics: secureMetrics, Logger: logger})
 		if err != nil {
 			return err
 		}
