@@ -48,7 +48,7 @@ func TestEveryImplementationHandlesEveryFinalVersion(t *testing.T) {
 					t.Fatal(err)
 				}
 				if res.SourceWatchLeaks > 0 {
-					// A controllertest bug, not the implementation's: see
+					// A source bug, not the implementation's: see
 					// harness/goroutines.go and README.md.
 					t.Logf("the source left %d refused watch goroutines parked", res.SourceWatchLeaks)
 				}

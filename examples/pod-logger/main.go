@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	} else {
 		logger.Info("no -kubeconfig: running the in-memory demo")
-		demo := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+		demo := controllertest.NewRetriever(&corev1.Pod{})
 		go simulate(ctx, demo)
 		pods = demo
 	}

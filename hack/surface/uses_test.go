@@ -32,7 +32,6 @@ func TestMeasureUses(t *testing.T) {
 		"controller.HandlerFunc",
 		"controller.New",
 		"controllertest.NewRetriever",
-		"controllertest.Options",
 	}
 	if !slices.Equal(u.Identifiers, want) {
 		t.Errorf("got identifiers\n%q\nwant\n%q", u.Identifiers, want)
@@ -44,9 +43,9 @@ func TestRunUses(t *testing.T) {
 	if err := run([]string{"-uses", filepath.Join("testdata", "uses", "main.go")}, &b); err != nil {
 		t.Fatal(err)
 	}
-	want := "lines 21, library identifiers 12: controller.Config, controller.Config.ConcurrentWorkers, controller.Config.Handler, " +
+	want := "lines 21, library identifiers 11: controller.Config, controller.Config.ConcurrentWorkers, controller.Config.Handler, " +
 		"controller.Config.Name, controller.Config.Retriever, controller.Controller.Run, controller.Handler, controller.Handler.Handle, " +
-		"controller.HandlerFunc, controller.New, controllertest.NewRetriever, controllertest.Options\n"
+		"controller.HandlerFunc, controller.New, controllertest.NewRetriever\n"
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}

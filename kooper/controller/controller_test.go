@@ -21,14 +21,14 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 func TestEveryListedObjectIsHandledExactlyOnce(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, m.opts)
+			src := fakeapi.NewRetriever(&corev1.Pod{}, m.opts)
 			var want []string
 			for i := range 50 {
 				stored := mustAdd(t, src, pod(fmt.Sprintf("p%02d", i)))
@@ -54,7 +54,7 @@ func TestAnUpdateIsHandledWithTheLatestState(t *testing.T) {
 	for _, m := range modes {
 		t.Run(m.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, m.opts)
+			src := fakeapi.NewRetriever(&corev1.Pod{}, m.opts)
 			mustAdd(t, src, pod("a"))
 			h := &recorder{}
 			stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
@@ -74,7 +74,7 @@ func TestAnUpdateIsHandledWithTheLatestState(t *testing.T) {
 
 func TestTheHandlerGetsItsOwnCopy(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	var mu sync.Mutex
 	var seen []string
@@ -109,7 +109,7 @@ func TestAnAlwaysFailingObjectIsHandledOnePlusMaxRetriesTimes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+			src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 			mustAdd(t, src, pod("bad"))
 			mustAdd(t, src, pod("good"))
 			rec := newMetrics()
@@ -143,7 +143,7 @@ func TestAnAlwaysFailingObjectIsHandledOnePlusMaxRetriesTimes(t *testing.T) {
 
 func TestASuccessResetsTheRetryBudget(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	rec := newMetrics()
 	// Calls 1-2 fail, 3 succeeds; after the update every call fails.
@@ -172,7 +172,7 @@ func TestASuccessResetsTheRetryBudget(t *testing.T) {
 
 func TestATerminalErrorIsNeverRetried(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	rec := newMetrics()
 	h := &recorder{answer: func(*corev1.Pod, int) error {
@@ -191,7 +191,7 @@ func TestATerminalErrorIsNeverRetried(t *testing.T) {
 func TestRequeueAfterHandlesAgainAfterTheDelayOnly(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clock := clocktesting.NewFakeClock(time.Now())
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	rec := newMetrics()
 	const d = 10 * time.Second
@@ -227,7 +227,7 @@ func TestRequeueAfterHandlesAgainAfterTheDelayOnly(t *testing.T) {
 
 func TestTheProcessingTimeoutCancelsTheHandlerContext(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	errs := make(chan error, 1)
 	h := controller.HandlerFunc(func(ctx context.Context, _ runtime.Object) error {
@@ -249,7 +249,7 @@ func TestTheProcessingTimeoutCancelsTheHandlerContext(t *testing.T) {
 
 func TestAPanicIsRecoveredCountedAndRetried(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	rec := newMetrics()
 	h := &recorder{answer: func(_ *corev1.Pod, n int) error {
@@ -274,7 +274,7 @@ func TestAPanicIsRecoveredCountedAndRetried(t *testing.T) {
 
 func TestAKeyIsNeverHandledConcurrentlyWhileKeysRunInParallel(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	const keys = 4
 	for i := range keys {
 		mustAdd(t, src, pod(fmt.Sprintf("k%d", i)))
@@ -336,7 +336,7 @@ func maxInt(a, b int) int {
 
 func TestRunWaitsForRunningHandlersAndCancelsThem(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	started := make(chan struct{})
 	var finished atomic.Bool
@@ -400,7 +400,7 @@ const blockIgnoringContextName = "github.com/kooperkit/kooper/kooper/controller_
 func TestNothingOfRunIsLeftButAHandlerIgnoringCancellation(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clk := &armCounter{FakeClock: clocktesting.NewFakeClock(time.Now())}
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	for _, name := range []string{"requeued", "failing", "stuck"} {
 		mustAdd(t, src, pod(name))
 	}
@@ -473,7 +473,7 @@ func TestNothingOfRunIsLeftButAHandlerIgnoringCancellation(t *testing.T) {
 
 func TestRunTwiceIsAnError(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: src})
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +501,7 @@ func TestResyncHandlesUnchangedObjectsAgain(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+			src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 			mustAdd(t, src, pod("a"))
 			h := &recorder{}
 			// client-go's shortest resync period is one second.
@@ -518,7 +518,7 @@ func TestResyncHandlesUnchangedObjectsAgain(t *testing.T) {
 
 func TestManagedFieldsAreDroppedBeforeTheCache(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	p := pod("a")
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubectl"}, {Manager: "other"}}
 	mustAdd(t, src, p)
@@ -536,7 +536,7 @@ func TestManagedFieldsAreDroppedBeforeTheCache(t *testing.T) {
 }
 
 func TestNewRejectsAnInvalidConfig(t *testing.T) {
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	h := &recorder{}
 	tests := []struct {
 		name string
@@ -560,7 +560,7 @@ func TestNewRejectsAnInvalidConfig(t *testing.T) {
 }
 
 func TestNewDoesNotChangeTheCallersConfig(t *testing.T) {
-	cfg := controller.Config{Name: "x", Handler: &recorder{}, Retriever: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})}
+	cfg := controller.Config{Name: "x", Handler: &recorder{}, Retriever: fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})}
 	if _, err := controller.New(cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -609,7 +609,7 @@ func (g gated) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interf
 
 func TestHasSyncedTurnsTrueOnceTheCacheIsFilled(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	g := gated{Retriever: src, open: make(chan struct{})}
 	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: g, ResyncInterval: -1})
@@ -636,7 +636,7 @@ func TestHasSyncedTurnsTrueOnceTheCacheIsFilled(t *testing.T) {
 
 func TestListReturnsTheCacheOnlyWhileRunningAndSynced(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	mustAdd(t, src, pod("b"))
 	g := gated{Retriever: src, open: make(chan struct{})}
@@ -688,7 +688,7 @@ func TestListReturnsTheCacheOnlyWhileRunningAndSynced(t *testing.T) {
 // A deleted object is not handled: there is no delete event.
 func TestADeletionIsNotHandled(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	stored := mustAdd(t, src, pod("a"))
 	h := &recorder{}
 	stop := start(t, controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
@@ -705,7 +705,7 @@ func TestADeletionIsNotHandled(t *testing.T) {
 
 func TestTheHandlerContextDescribesTheHandling(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	var (
 		mu  sync.Mutex

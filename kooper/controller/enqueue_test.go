@@ -12,14 +12,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 func TestEnqueueHandlesTheCachedObjectOfAKey(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, mode.opts)
+			src := fakeapi.NewRetriever(&corev1.Pod{}, mode.opts)
 			mustAdd(t, src, pod("a"))
 			h := &recorder{}
 			c, err := controller.New(controller.Config{Name: "test", Handler: h, Retriever: src, ResyncInterval: -1})
@@ -53,7 +53,7 @@ func TestEnqueueHandlesTheCachedObjectOfAKey(t *testing.T) {
 
 func TestGetReadsTheCacheWhileRunRuns(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	stored := mustAdd(t, src, pod("a"))
 	c, err := controller.New(controller.Config{Name: "test", Handler: &recorder{}, Retriever: src, ResyncInterval: -1})
 	if err != nil {
@@ -85,7 +85,7 @@ func TestGetReadsTheCacheWhileRunRuns(t *testing.T) {
 
 func TestQueuedKeysAreCountedBySource(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("listed"))
 	rec := newMetrics()
 	h := &recorder{answer: func(p *corev1.Pod, n int) error {
@@ -129,7 +129,7 @@ func TestAChangeIsHandledBeforeTheListedBacklog(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, mode.opts)
+			src := fakeapi.NewRetriever(&corev1.Pod{}, mode.opts)
 			for i := range 50 {
 				mustAdd(t, src, pod(fmt.Sprintf("listed-%02d", i)))
 			}

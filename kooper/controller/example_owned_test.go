@@ -19,8 +19,8 @@ import (
 // Secret's change, its deletion included, has its ConfigMap handled, and
 // the handler reads the ConfigMap's Secrets from the cache with Of.
 func ExampleOwns() {
-	configMaps := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	configMaps := controllertest.NewRetriever(&corev1.ConfigMap{})
+	secrets := controllertest.NewRetriever(&corev1.Secret{})
 	web := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "web-uid"}}
 	_, _ = configMaps.Add(web)
 	ref := metav1.NewControllerRef(web, corev1.SchemeGroupVersion.WithKind("ConfigMap"))
@@ -71,9 +71,9 @@ func ExampleOwns() {
 // Two controllers run together without leader election: the first error
 // would stop both.
 func ExampleRunAll() {
-	pods := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	pods := controllertest.NewRetriever(&corev1.Pod{})
 	_, _ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}})
-	services := controllertest.NewRetriever(&corev1.Service{}, controllertest.Options{})
+	services := controllertest.NewRetriever(&corev1.Service{})
 	_, _ = services.Add(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}})
 
 	handled := make(chan string)

@@ -63,7 +63,7 @@ func Example_podLogger() {
 
 // New and Run a controller over an in-memory retriever.
 func ExampleNew() {
-	pods := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	pods := controllertest.NewRetriever(&corev1.Pod{})
 	for _, name := range []string{"web-1", "web-2"} {
 		_, _ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name}})
 	}
@@ -144,7 +144,7 @@ func ExampleChain() {
 // replica waits, and handles the moment leading is closed. Under leader
 // election, leaderelection.Runner does this for you.
 func ExampleController_RunWarm() {
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := controllertest.NewRetriever(&corev1.Pod{})
 	_, _ = src.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}})
 	handled := make(chan string, 1)
 	c, err := controller.New(controller.Config{

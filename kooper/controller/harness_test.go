@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // modes are the two ways a cache fills: a streamed initial list
@@ -20,10 +20,10 @@ import (
 // older servers). Behaviour tests run in both.
 var modes = []struct {
 	name string
-	opts controllertest.Options
+	opts fakeapi.Options
 }{
-	{"watch-list", controllertest.Options{}},
-	{"list+watch", controllertest.Options{DisableWatchList: true}},
+	{"watch-list", fakeapi.Options{}},
+	{"list+watch", fakeapi.Options{DisableWatchList: true}},
 }
 
 // start runs a new controller for cfg in the background. stop cancels it
@@ -58,7 +58,7 @@ func pod(name string) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
 }
 
-func mustAdd(t *testing.T, r *controllertest.Retriever, obj runtime.Object) runtime.Object {
+func mustAdd(t *testing.T, r *fakeapi.Retriever, obj runtime.Object) runtime.Object {
 	t.Helper()
 	stored, err := r.Add(obj)
 	if err != nil {
@@ -67,7 +67,7 @@ func mustAdd(t *testing.T, r *controllertest.Retriever, obj runtime.Object) runt
 	return stored
 }
 
-func mustUpdate(t *testing.T, r *controllertest.Retriever, obj runtime.Object) runtime.Object {
+func mustUpdate(t *testing.T, r *fakeapi.Retriever, obj runtime.Object) runtime.Object {
 	t.Helper()
 	stored, err := r.Update(obj)
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // In these tests ConfigMaps own Secrets: a Secret's controller reference
@@ -83,8 +83,8 @@ func TestOwnsHandlesTheOwnerOfEveryChangedChild(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
-			cms := controllertest.NewRetriever(&corev1.ConfigMap{}, mode.opts)
-			secrets := controllertest.NewRetriever(&corev1.Secret{}, mode.opts)
+			cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, mode.opts)
+			secrets := fakeapi.NewRetriever(&corev1.Secret{}, mode.opts)
 			web, db := ownerCM("web", "uid-web"), ownerCM("db", "uid-db")
 			mustAdd(t, cms, web)
 			mustAdd(t, cms, db)
@@ -141,8 +141,8 @@ func TestOwnsHandlesTheOwnerOfEveryChangedChild(t *testing.T) {
 // Watches, the objects whose keys include the owner's.
 func TestOfReturnsTheObjectsOfOneOwnerWhileRunRuns(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
+	secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	web, db := ownerCM("web", "uid-web"), ownerCM("db", "uid-db")
 	mustAdd(t, cms, web)
 	mustAdd(t, cms, db)
@@ -151,7 +151,7 @@ func TestOfReturnsTheObjectsOfOneOwnerWhileRunRuns(t *testing.T) {
 	}
 	mustAdd(t, secrets, childOf("db-a", db))
 	// Secrets name the ConfigMaps that read them in a label.
-	readers := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	readers := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	for name, by := range map[string]string{"tls": "web", "password": "db", "shared": "web.db"} {
 		mustAdd(t, readers, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name,
 			Labels: map[string]string{"readers": by}}})
@@ -273,8 +273,8 @@ func steadyGoroutines(t *testing.T) int {
 // ConcurrentWorkers.
 func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	newSources := func(n int) ([]controller.Source, *controllertest.Retriever) {
-		secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	newSources := func(n int) ([]controller.Source, *fakeapi.Retriever) {
+		secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 		var sources []controller.Source
 		for range n {
 			// No idle bound: its timer would be one more goroutine.
@@ -284,8 +284,8 @@ func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 	}
 	// running returns how many goroutines Run adds, after the sync, with n
 	// sources.
-	running := func(n int, rec *namedMetrics, change func(*controllertest.Retriever)) int {
-		cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
+	running := func(n int, rec *namedMetrics, change func(*fakeapi.Retriever)) int {
+		cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
 		web := ownerCM("web", "uid-web")
 		mustAdd(t, cms, web)
 		sources, secrets := newSources(n)
@@ -340,7 +340,7 @@ func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 	}
 
 	rec := &namedMetrics{}
-	withOne := running(1, rec, func(secrets *controllertest.Retriever) {
+	withOne := running(1, rec, func(secrets *fakeapi.Retriever) {
 		mustAdd(t, secrets, childOf("web-b", ownerCM("web", "uid-web")))
 	})
 	names, sources := rec.seen()
@@ -361,7 +361,7 @@ func TestAnOwnedKindAddsACacheButNoQueueWorkersOrMetrics(t *testing.T) {
 
 // failing fails every list and watch until cured.
 type failing struct {
-	*controllertest.Retriever
+	*fakeapi.Retriever
 	cured atomic.Bool
 }
 
@@ -383,10 +383,10 @@ func (f *failing) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Int
 // then SyncError says which source fails, and nothing is handled.
 func TestHasSyncedWaitsForEverySource(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
 	mustAdd(t, cms, ownerCM("web", "uid-web"))
-	fine := controller.Owns[*corev1.Secret](controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{}))
-	broken := &failing{Retriever: controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})}
+	fine := controller.Owns[*corev1.Secret](fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{}))
+	broken := &failing{Retriever: fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})}
 	var handled atomic.Int32
 	c, err := controller.New(controller.Config{Name: "owners", Retriever: cms,
 		Handler: controller.HandlerFunc(func(context.Context, kruntime.Object) error {
@@ -432,8 +432,8 @@ func TestHasSyncedWaitsForEverySource(t *testing.T) {
 // several goroutines, end in the one queue. Run it with -race.
 func TestAnOwnerIsNeverHandledByTwoWorkersAcrossKinds(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
+	secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	const owners, childrenEach = 4, 3
 	var all []*corev1.ConfigMap
 	var kids []*corev1.Secret
@@ -506,8 +506,8 @@ func TestAnOwnerIsNeverHandledByTwoWorkersAcrossKinds(t *testing.T) {
 // nothing until it leads; then they queue their owners.
 func TestRunWarmFillsTheSourcesButQueuesNothingUntilLeading(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
+	secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	web := ownerCM("web", "uid-web")
 	mustAdd(t, cms, web)
 	l := &ownerLog{children: controller.Owns[*corev1.Secret](secrets)}
@@ -562,8 +562,8 @@ func uidInSlot(t *testing.T, prefix string, slot, count int) types.UID {
 // acquired.
 func TestRunShardedQueuesOnlyTheOwnersOfAcquiredSlots(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
+	secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	mine, theirs := ownerCM("mine", uidInSlot(t, "mine", 0, 2)), ownerCM("theirs", uidInSlot(t, "theirs", 1, 2))
 	mustAdd(t, cms, mine)
 	mustAdd(t, cms, theirs)
@@ -615,8 +615,8 @@ func TestRunShardedQueuesOnlyTheOwnersOfAcquiredSlots(t *testing.T) {
 func TestChildrenFollowTheirOwnersShard(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const owners, slots = 24, 4
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
+	secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	all := make([]*corev1.ConfigMap, owners)
 	for i := range owners {
 		name := fmt.Sprintf("web-%d", i)
@@ -727,8 +727,8 @@ func TestChildrenFollowTheirOwnersShard(t *testing.T) {
 
 // New refuses a source it cannot run.
 func TestNewRefusesASourceItCannotRun(t *testing.T) {
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
+	secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	taken := controller.Owns[*corev1.Secret](secrets)
 	if _, err := controller.New(controller.Config{Name: "first", Handler: &ownerLog{}, Retriever: cms}, taken); err != nil {
 		t.Fatal(err)
@@ -765,7 +765,7 @@ func TestNewRefusesASourceItCannotRun(t *testing.T) {
 func TestRunAll(t *testing.T) {
 	newController := func(t *testing.T, name string) (*controller.Controller, *recorder) {
 		t.Helper()
-		src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+		src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 		mustAdd(t, src, pod(name))
 		h := &recorder{}
 		c, err := controller.New(controller.Config{Name: name, Handler: h, Retriever: src})

@@ -18,14 +18,14 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 type ctxKey struct{}
 
 // spy is a ListerWatcher that records the contexts and options it gets.
 type spy struct {
-	src *controllertest.Retriever
+	src *fakeapi.Retriever
 	mu  sync.Mutex
 	got []string // "verb ctxValue sendInitialEvents allowWatchBookmarks labelSelector"
 }
@@ -48,7 +48,7 @@ func (s *spy) Watch(ctx context.Context, o metav1.ListOptions) (watch.Interface,
 }
 
 func TestDecoratorsPassContextAndOptionsThrough(t *testing.T) {
-	s := &spy{src: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})}
+	s := &spy{src: fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})}
 	r := controller.WithWatchIdleTimeout(controller.WithoutWatchList(s), time.Minute)
 	ctx := context.WithValue(context.Background(), ctxKey{}, "caller")
 	opts := metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true, LabelSelector: "app=web"}
@@ -68,7 +68,7 @@ func TestDecoratorsPassContextAndOptionsThrough(t *testing.T) {
 
 func TestTheControllersContextAndWatchListOptionsReachTheRetriever(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	src := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	src := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	mustAdd(t, src, pod("a"))
 	s := &spy{src: src}
 	handled := make(chan struct{}, 1)

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // rangeRE is one shardRange of a selector.
@@ -181,7 +181,7 @@ func TestShardedReplicasNeverHandleOneKeyAtOnce(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			const pods, count = 120, 8
-			r := controllertest.NewRetriever(&corev1.Pod{}, mode.opts)
+			r := fakeapi.NewRetriever(&corev1.Pod{}, mode.opts)
 			for i := range pods {
 				if _, err := r.Add(shardedPod(i)); err != nil {
 					t.Fatal(err)
@@ -284,7 +284,7 @@ func TestShardedReplicasNeverHandleOneKeyAtOnce(t *testing.T) {
 }
 
 // versions returns the stored resourceVersion of every pod, by key.
-func versions(t *testing.T, r *controllertest.Retriever) map[string]string {
+func versions(t *testing.T, r *fakeapi.Retriever) map[string]string {
 	t.Helper()
 	list, err := r.List(context.Background(), metav1.ListOptions{})
 	if err != nil {
@@ -306,7 +306,7 @@ func versions(t *testing.T, r *controllertest.Retriever) map[string]string {
 // no key of the slot starts after it was called; Suspend cancels the
 // running handlings' contexts.
 func TestReleaseWaitsForTheSlotsHandlings(t *testing.T) {
-	r := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	r := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	p := shardedPod(1)
 	if _, err := r.Add(p); err != nil {
 		t.Fatal(err)
@@ -373,7 +373,7 @@ func TestReleaseWaitsForTheSlotsHandlings(t *testing.T) {
 // not renewed in time, or the process was paused) takes no key, whichever
 // slot; once renewed it handles again.
 func TestAnExpiredShareTakesNoKey(t *testing.T) {
-	r := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	r := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	handled := make(chan string, 10)
 	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 		handled <- obj.(metav1.Object).GetResourceVersion()

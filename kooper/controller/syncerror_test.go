@@ -15,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // poisoned fails every list and watch as a typed client does when one
 // object cannot be decoded, until cured.
 type poisoned struct {
-	*controllertest.Retriever
+	*fakeapi.Retriever
 	cured atomic.Bool
 }
 
@@ -43,7 +43,7 @@ func TestSyncErrorSaysWhichObjectsCannotBeDecodedUntilTheyCan(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			t.Cleanup(func() { goleak.VerifyNone(t) }) // runs after the controllers stop
-			src := &poisoned{Retriever: controllertest.NewRetriever(&corev1.Pod{}, mode.opts)}
+			src := &poisoned{Retriever: fakeapi.NewRetriever(&corev1.Pod{}, mode.opts)}
 			mustAdd(t, src.Retriever, pod("good"))
 			var r controller.Retriever = src
 			names := []string{"pods"}

@@ -11,14 +11,14 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // Once the right to handle has ended (a paused or cut-off leader), no key
 // is handled, and a running handling is cancelled; the keys are handled
 // once the right is back, none lost.
 func TestNoHandlingPastValidUntil(t *testing.T) {
-	r := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	r := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	if _, err := r.Add(pod("slow")); err != nil {
 		t.Fatal(err)
 	}

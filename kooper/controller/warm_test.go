@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // A warm standby fills its cache and queues every key, but handles
@@ -19,7 +19,7 @@ func TestRunWarmHandlesNothingUntilLeading(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			defer goleak.VerifyNone(t)
-			src := controllertest.NewRetriever(&corev1.Pod{}, mode.opts)
+			src := fakeapi.NewRetriever(&corev1.Pod{}, mode.opts)
 			for i := range 5 {
 				mustAdd(t, src, pod(fmt.Sprintf("p%d", i)))
 			}

@@ -27,8 +27,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kooperkit/kooper/bench/internal/impls"
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 	"github.com/kooperkit/kooper/bench/internal/workload"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
 )
 
 func main() {
@@ -103,7 +103,7 @@ type result struct {
 }
 
 func run(impl impls.Impl, objects, fresh int, every, handleTime time.Duration) (_ result, err error) {
-	src := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
+	src := memsource.New(false)
 	if _, err := workload.Seed(src, objects); err != nil {
 		return result{}, err
 	}

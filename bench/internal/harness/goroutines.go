@@ -5,15 +5,17 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 )
 
 // sourcePump is in the stack of every goroutine serving one watch of the
-// in-memory source. A watch the source refuses (a streamed initial list with
-// DisableWatchList) still starts one; a caller that passed no cancellable
-// context (spotahome/kooper v2 uses context.TODO) can never stop it, so it
-// stays parked for the life of the process. It does no work; the harness
-// counts such goroutines apart from the implementations' own.
-var sourcePump = []byte("controllertest.(*watcher).pump")
+// in-memory source. A caller that passed no cancellable context
+// (spotahome/kooper v2 uses context.TODO) can never stop a watch it did not
+// stop itself, so its goroutine stays parked for the life of the process.
+// It does no work; the harness counts such goroutines apart from the
+// implementations' own.
+var sourcePump = memsource.Pump
 
 // goroutines returns how many goroutines exist, how many of them serve a
 // watch of the source, and the stacks of the others.

@@ -10,9 +10,7 @@ import (
 	"runtime"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 
 	"github.com/kooperkit/kooper/bench/internal/impls"
 	"github.com/kooperkit/kooper/bench/internal/workload"
@@ -85,7 +83,7 @@ func (r Result) AllocsPerEvent() float64 { return float64(r.Allocs) / float64(r.
 func Run(ctx context.Context, impl impls.Impl, cfg Config) (Result, error) {
 	cfg.defaults()
 	res := Result{Impl: impl.Name(), Events: cfg.Objects + cfg.Updates}
-	src := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{DisableWatchList: cfg.DisableWatchList})
+	src := memsource.New(cfg.DisableWatchList)
 	objs, err := workload.Seed(src, cfg.Objects)
 	if err != nil {
 		return res, err
@@ -110,7 +108,7 @@ func Run(ctx context.Context, impl impls.Impl, cfg Config) (Result, error) {
 	// all implementations see the same event stream.
 	produceDone := make(chan error, 1)
 	go func() {
-		for len(src.Calls()) == 0 {
+		for src.Calls() == 0 {
 			if runCtx.Err() != nil {
 				produceDone <- nil
 				return

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 )
 
 // ControllerRuntime is a sigs.k8s.io/controller-runtime unmanaged controller
@@ -50,7 +50,7 @@ func (c ControllerRuntime) Name() string {
 }
 
 // Run implements Impl.
-func (c ControllerRuntime) Run(ctx context.Context, src *controllertest.Retriever, handle func(runtime.Object)) error {
+func (c ControllerRuntime) Run(ctx context.Context, src *memsource.Source, handle func(runtime.Object)) error {
 	informer := cache.NewSharedIndexInformerWithOptions(src.ListerWatcher(), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
 	indexer := informer.GetIndexer()
 	reconciler := reconcile.Func(func(_ context.Context, req reconcile.Request) (reconcile.Result, error) {

@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 )
 
 // Floor is the least a client-go controller does: a SharedIndexInformer, a
@@ -23,7 +23,7 @@ type Floor struct{}
 func (Floor) Name() string { return NameFloor }
 
 // Run implements Impl.
-func (Floor) Run(ctx context.Context, src *controllertest.Retriever, handle func(runtime.Object)) error {
+func (Floor) Run(ctx context.Context, src *memsource.Source, handle func(runtime.Object)) error {
 	informer := cache.NewSharedIndexInformerWithOptions(src.ListerWatcher(), &corev1.ConfigMap{}, cache.SharedIndexInformerOptions{})
 	return RunFloor(ctx, informer, handle)
 }

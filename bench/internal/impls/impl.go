@@ -2,7 +2,7 @@
 // benchmark's source and no-op handler, one file per implementation.
 //
 // Every implementation runs 3 workers with resync off and no logging, reads
-// the same in-memory source (a controllertest.Retriever, or its client-go
+// the same in-memory source (a memsource.Source, or its client-go
 // ListerWatcher view) and calls handle once per handled key with the object
 // it would give user code.
 package impls
@@ -16,7 +16,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 )
 
 // Workers is how many workers every implementation runs.
@@ -30,7 +30,7 @@ type Impl interface {
 	// handled key, until ctx is done. It returns once everything it started
 	// has stopped (for libraries whose Run returns earlier, as soon as their
 	// Run returns: the harness then waits for stray goroutines).
-	Run(ctx context.Context, src *controllertest.Retriever, handle func(runtime.Object)) error
+	Run(ctx context.Context, src *memsource.Source, handle func(runtime.Object)) error
 }
 
 // All returns every implementation, in report order.

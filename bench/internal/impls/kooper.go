@@ -5,8 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
 )
 
 // Kooper is this repository's controller with its defaults (no logger, no
@@ -17,7 +17,7 @@ type Kooper struct{}
 func (Kooper) Name() string { return NameKooper }
 
 // Run implements Impl.
-func (Kooper) Run(ctx context.Context, src *controllertest.Retriever, handle func(runtime.Object)) error {
+func (Kooper) Run(ctx context.Context, src *memsource.Source, handle func(runtime.Object)) error {
 	c, err := controller.New(controller.Config{
 		Name: "bench",
 		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {

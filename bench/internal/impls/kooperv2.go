@@ -7,7 +7,7 @@ import (
 	"github.com/spotahome/kooper/v2/log"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 )
 
 // KooperV2 is github.com/spotahome/kooper/v2 v2.8.0 with a no-op logger and
@@ -25,7 +25,7 @@ type KooperV2 struct{}
 func (KooperV2) Name() string { return NameKooperV2 }
 
 // Run implements Impl.
-func (KooperV2) Run(ctx context.Context, src *controllertest.Retriever, handle func(runtime.Object)) error {
+func (KooperV2) Run(ctx context.Context, src *memsource.Source, handle func(runtime.Object)) error {
 	c, err := controller.New(&controller.Config{
 		Name: "bench",
 		Handler: controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {

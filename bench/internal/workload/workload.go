@@ -17,7 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/bench/internal/memsource"
 )
 
 // Namespace holds every benchmark object.
@@ -77,7 +77,7 @@ func Object(i int) *corev1.ConfigMap {
 
 // Seed adds n objects to src and returns the producer's own copies of them,
 // in index order.
-func Seed(src *controllertest.Retriever, n int) ([]*corev1.ConfigMap, error) {
+func Seed(src *memsource.Source, n int) ([]*corev1.ConfigMap, error) {
 	objs := make([]*corev1.ConfigMap, n)
 	for i := range objs {
 		objs[i] = Object(i)
@@ -101,7 +101,7 @@ func FinalGeneration(i, n, updates int) int64 {
 // Produce makes updates updates to objs, round-robin, as fast as src takes
 // them: each bumps the object's generation and changes its data. objs are
 // the caller's copies (src stores its own). It stops early only on error.
-func Produce(src *controllertest.Retriever, objs []*corev1.ConfigMap, updates int) error {
+func Produce(src *memsource.Source, objs []*corev1.ConfigMap, updates int) error {
 	for u := range updates {
 		obj := objs[u%len(objs)]
 		obj.Generation++

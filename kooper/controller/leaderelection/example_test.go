@@ -18,7 +18,7 @@ import (
 // Run a controller only while this replica holds the Lease ops/pod-logger.
 // With a real cluster, Client is clientset.CoordinationV1().
 func ExampleNew() {
-	pods := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	pods := controllertest.NewRetriever(&corev1.Pod{})
 	_, _ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,7 +61,7 @@ func ExampleNew() {
 // or Client. It neither leads nor stands by, and its Ready (for /readyz)
 // answers "synced" once its controllers' caches are filled.
 func ExampleConfig_disabled() {
-	pods := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	pods := controllertest.NewRetriever(&corev1.Pod{})
 	_, _ = pods.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web-1"}})
 
 	ctx, cancel := context.WithCancel(context.Background())

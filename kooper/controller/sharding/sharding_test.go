@@ -42,7 +42,7 @@ func newController(t *testing.T) *controller.Controller {
 	t.Helper()
 	c, err := controller.New(controller.Config{
 		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
-		Retriever: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{}),
+		Retriever: controllertest.NewRetriever(&corev1.Pod{}),
 		Handler:   controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil }),
 	})
 	if err != nil {
@@ -145,7 +145,7 @@ func TestAReplicaThatCannotRenewStopsAtTheDeadlineOnItsClock(t *testing.T) {
 	})
 	ctrl, err := controller.New(controller.Config{
 		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
-		Retriever: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{}),
+		Retriever: controllertest.NewRetriever(&corev1.Pod{}),
 		Handler:   controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil }),
 	})
 	if err != nil {

@@ -24,7 +24,7 @@ func main() {
 	cfg := controller.Config{
 		Name:      "uses",
 		Handler:   h,
-		Retriever: controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{}),
+		Retriever: controllertest.NewRetriever(&corev1.Pod{}),
 	}
 	cfg.ConcurrentWorkers = 1 // one worker
 
