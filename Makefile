@@ -187,7 +187,7 @@ test-repeat: build workspace ## Every integration test REPEAT times (3) against 
 # The version-skew run: the library's own integration tests against the
 # previous minor's kube-apiserver (hack/controlplane/skew), which users on a
 # cluster one release older run the library against.
-SKEW_PACKAGES := ./kooper/controller/integration
+SKEW_PACKAGES := ./kooper/controller/integration ./kooper/x/sharding/integration
 
 .PHONY: test-skew
 test-skew: workspace ## The library's integration tests against the previous minor's kube-apiserver (version skew).

@@ -30,10 +30,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 func main() {
@@ -93,26 +93,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return fmt.Errorf("could not create a client: %w", err)
 	}
 
-	// region: controller
-	// A controller as any other: a Retriever of every pod and a handler.
-	pods := client.CoreV1().Pods("")
-	ctrl, err := controller.New(controller.Config{
-		Name:      "pod-sharding",
-		Retriever: controller.NewRetriever(pods.List, pods.Watch),
-		Handler:   controller.Typed(logPod(stdout, *slots)),
-		Logger:    logger,
-		// The controller's metrics, as any controller's.
-		MetricsRecorder: recorder,
-	})
-	if err != nil {
-		return err
-	}
-	// endregion: controller
-
 	// region: runner
-	// The Runner holds this replica's Lease in the group "pod-sharding",
-	// agrees with the other replicas on who owns which slot, and runs the
-	// controller on the pods of this replica's slots only.
+	// The Runner holds this replica's Lease in the group "pod-sharding" and
+	// agrees with the other replicas on who owns which slot.
 	runner, err := sharding.New(sharding.Config{
 		Name:      "pod-sharding",
 		Namespace: *namespace,
@@ -122,11 +105,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Logger:    logger,
 		// kooper_sharding_slots: the slots this replica owns, and the mode.
 		Recorder: recorder,
-	}, []*controller.Controller{ctrl})
+	})
 	if err != nil {
 		return err
 	}
 	// endregion: runner
+
+	// region: controller
+	// A controller as any other, but for two wrappers of the Runner's: its
+	// slot gate around the handler, and its Retriever around every pod's.
+	pods := client.CoreV1().Pods("")
+	ctrl, err := controller.New(controller.Config{
+		Name:      "pod-sharding",
+		Retriever: runner.Retriever(controller.NewRetriever(pods.List, pods.Watch)),
+		Handler:   runner.Handler(controller.Typed(logPod(stdout, *slots))),
+		Logger:    logger,
+		// The controller's metrics, as any controller's.
+		MetricsRecorder: recorder,
+	})
+	if err != nil {
+		return err
+	}
+	// endregion: controller
 	if *metricsAddr != "" {
 		// region: ready
 		srv, err := health.Start(health.Config{Addr: *metricsAddr, Gatherer: registry, Ready: runner.Ready, Logger: logger})
@@ -137,7 +137,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer srv.Stop()
 	}
 	go reportSlots(ctx, runner, logger)
-	return runner.Run(ctx)
+	// region: run
+	return runner.Run(ctx, ctrl)
+	// endregion: run
 }
 
 // region: handler
@@ -146,7 +148,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // replica only, the one whose slots hold it.
 func logPod(w io.Writer, slots int) func(context.Context, *corev1.Pod) error {
 	return func(_ context.Context, pod *corev1.Pod) error {
-		_, err := fmt.Fprintf(w, "pod %s/%s is %s (slot %d)\n", pod.Namespace, pod.Name, pod.Status.Phase, controller.SlotOf(pod.UID, slots))
+		_, err := fmt.Fprintf(w, "pod %s/%s is %s (slot %d)\n", pod.Namespace, pod.Name, pod.Status.Phase, sharding.SlotOf(pod.UID, slots))
 		return err
 	}
 }

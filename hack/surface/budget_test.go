@@ -68,7 +68,7 @@ func TestSets(t *testing.T) {
 		want string // the set holding dir
 	}{
 		{dir: "controller", want: "operator"},
-		{dir: "controller/sharding", want: "operator"},
+		{dir: "controller/leaderelection", want: "operator"},
 		{dir: "metrics/prometheus", want: "operator"},
 		{dir: "x", want: "experimental"},
 		{dir: "x/sharding", want: "experimental"},

@@ -28,7 +28,7 @@
 // Each budget has a limit and a target, in budget.go:
 //   - operator: the exported names of the packages an operator imports,
 //     every package of the library outside x/;
-//   - experimental: those of the packages under x/ (none yet: 0);
+//   - experimental: those of the packages under x/ (x/sharding);
 //   - config: the fields of controller.Config. A field whose type is a
 //     struct declared in the library (named, in any of its packages, or
 //     inline), or a pointer to, slice or array of one, counts once and its

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 
+	"github.com/kooperkit/kooper/kooper/internal/deadline"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -34,12 +35,10 @@ type Controller struct {
 	// cache is Run's cache while Run runs and the cache has synced: List
 	// and Get read it.
 	cache atomic.Pointer[objectsRef]
-	// shards is RunSharded's share of the objects; nil otherwise.
-	shards atomic.Pointer[Shards]
 	// retrieve keeps, counts and logs the failed lists and watches.
 	retrieve *retrieveErrors
 	// validity bounds the right to handle (SetValidUntil).
-	validity validity
+	validity *deadline.Deadline
 }
 
 // New validates cfg, applies its defaults and returns a Controller ready to
@@ -78,7 +77,7 @@ func New(cfg Config, sources ...Source) (*Controller, error) {
 	)
 	retrieve := &retrieveErrors{controller: cfg.Name, resource: describe(cfg.Retriever),
 		log: logger, rec: cfg.MetricsRecorder, clock: cfg.clock}
-	c := &Controller{cfg: cfg, sources: slices.Clone(sources), handler: h, log: logger, retrieve: retrieve, validity: validity{clock: cfg.clock}}
+	c := &Controller{cfg: cfg, sources: slices.Clone(sources), handler: h, log: logger, retrieve: retrieve, validity: deadline.New(cfg.clock)}
 	c.source = newCacheSource(cfg, retrieve.handler())
 	if err := c.bindSources(); err != nil { // owned.go
 		return nil, err
@@ -165,12 +164,8 @@ func (c *Controller) Get(key string) (runtime.Object, bool) {
 // while a warm standby waits to lead (RunWarm), or after Run has returned
 // are dropped: the initial list, or the takeover, queues every object
 // anyway. A key whose object the cache does not hold when a worker takes it
-// is dropped too, and so, under RunSharded, is a key whose object is in a
-// slot this replica does not own. Safe for concurrent use.
+// is dropped too. Safe for concurrent use.
 func (c *Controller) Enqueue(key string) {
-	if shards := c.shards.Load(); shards != nil && !c.admits(shards, key) {
-		return // another replica's (RunSharded)
-	}
 	c.add(key, sourceEnqueue)
 }
 
@@ -267,7 +262,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 
 	// 3. Drain: workers finish their current key, then exit.
 	queue.ShutDown()
-	defer c.validity.stop()
+	defer c.validity.Stop()
 	err = workers.wait(c.cfg.clock, c.cfg.ShutdownTimeout)
 	src.close()
 	sources.close()
@@ -411,45 +406,21 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 		queue.Forget(key)
 		return
 	}
-	if shards := c.shards.Load(); shards != nil {
-		// Sharded: only while the object's slot is this replica's, and
-		// cancelled if Suspend stops the slot.
-		slot, ok := shards.slotOf(item)
-		sctx, cancel := context.WithCancel(ctx)
-		var stop *handlingStop
-		if ok {
-			stop, ok = shards.begin(slot, cancel)
-		}
-		if !ok {
-			cancel()
-			queue.Forget(key)
-			return
-		}
-		defer func() {
-			shards.end(slot, stop)
-			cancel()
-		}()
-		ctx = sctx
-	}
-	if c.validity.limited() {
+	if c.validity.Limited() {
 		// Under leader election: only while the Lease was renewed recently
 		// enough, and cancelled once it was not.
-		vctx, cancel := context.WithCancel(ctx)
-		stop, ok := c.validity.begin(cancel)
+		vctx, end, ok := c.validity.Begin(ctx)
 		if !ok {
-			cancel()
 			c.retryLater(queue, key)
 			return
 		}
-		defer func(parent context.Context) {
-			c.validity.end(stop)
-			if vctx.Err() != nil && parent.Err() == nil {
+		defer func() {
+			if end() {
 				// Cancelled by the expiry, not by a stop: handled again if
 				// the right comes back, by the next leader otherwise.
 				c.retryLater(queue, key)
 			}
-			cancel()
-		}(ctx)
+		}()
 		ctx = vctx
 	}
 	// Never hand out the cached object: it is shared with every later

@@ -91,9 +91,9 @@
 // handles objects until its context is done, then cancels running handlers,
 // waits for them (Config.ShutdownTimeout) and returns with no goroutine left.
 // Leader election (package leaderelection) runs a Controller only while its
-// replica holds a Lease. [Controller.RunSharded] instead handles a share of
-// the objects, the slots of the UID hash space (see [SlotOf]) that a
-// [Shards] holds; package sharding runs several active replicas that way.
+// replica holds a Lease. The experimental package x/sharding runs several
+// active replicas instead, each handling a share of the objects, through a
+// Handler middleware and a Retriever decorator of its own.
 //
 // # Typed handlers
 //

@@ -31,8 +31,7 @@ func newCacheSource(cfg Config, onError cache.WatchErrorHandlerWithContext) ownI
 	}
 }
 
-// objects is what workers, List and Get read: one open cache, or the caches
-// of a sharded controller's slots.
+// objects is what workers, List and Get read: the open cache.
 type objects interface {
 	get(key string) (any, bool, error)
 	keys() []string

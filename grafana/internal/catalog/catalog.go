@@ -27,8 +27,8 @@ type Source string
 // The sources. Every operator built on the library exposes Library,
 // RESTClient and Runtime; each operator exposes its own. Sharding's
 // families are registered by New too, but have series only in the replicas
-// of a sharded controller (a sharding.Runner with the Recorder), which no
-// sample operator runs.
+// of a sharded controller (a Runner of kooper/x/sharding with the
+// Recorder), which no sample operator runs.
 const (
 	Library       Source = "kooper/metrics/prometheus: New"
 	Sharding      Source = "kooper/metrics/prometheus: New, in a sharded replica"

@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
 )
 
@@ -35,7 +34,7 @@ func TestTheCatalogMatchesWhatTheLibraryRegisters(t *testing.T) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	rec.IncQueuedEvent("c", "change")
 	rec.SetLeader("c", true)
-	rec.SetShards("c", sharding.ModeServerSide, 1, 2)
+	rec.SetShards("c", "server-side", 1, 2)
 
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","code":404}`, http.StatusNotFound)

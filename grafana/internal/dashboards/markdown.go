@@ -67,7 +67,7 @@ func Markdown(dashboards []Dashboard, families []catalog.Family) []byte {
 	w("a pod's or child's name, so the number of series follows the number of controllers and custom resources.\n")
 	w("Every controller's series exist at zero from its first event; `kooper_controller_leader` exists only\n")
 	w("with leader election; the `kooper_sharding_` families only in the replicas of a sharded controller\n")
-	w("(kooper/controller/sharding; no sample operator shards). An operator's own families say in their\n")
+	w("(kooper/x/sharding; no sample operator shards). An operator's own families say in their\n")
 	w("meaning when their series appear.\n\n")
 	w("## Dashboards\n\n")
 	w("Import the JSON files of [`grafana/dashboards`](../grafana/dashboards) into Grafana (10 or later).\n")

@@ -3,7 +3,7 @@
 // [New] registers the metrics below on the prometheus.Registerer it is
 // given (never the global default) and returns a [Recorder], which
 // implements [controller.MetricsRecorder] for any number of controllers,
-// the leader election Recorder and [sharding.Recorder]:
+// the leader election Recorder and the Recorder of package x/sharding:
 //
 //	reg := prometheus.NewRegistry()
 //	rec, err := kooperprom.New(reg)
@@ -55,7 +55,7 @@
 //   - group is a sharded controller's sharding.Config.Name, given to
 //     [Recorder.SetShards].
 //   - mode is how the replica retrieves its share: "server-side" or
-//     "client-side" ([sharding.ModeServerSide], [sharding.ModeClientSide]).
+//     "client-side" (sharding.ModeServerSide, sharding.ModeClientSide).
 //
 // No label ever holds an object's name, so the number of series grows with
 // the number of controllers, not with the number of objects.

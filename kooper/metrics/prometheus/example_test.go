@@ -9,8 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // New registers every controller metric on the registry it is given. The
@@ -141,8 +141,8 @@ func ExampleRecorder_SetShards() {
 	}
 	var _ sharding.Recorder = rec // what a sharding.Config takes
 
-	rec.SetShards("tenants", sharding.ModeAuto, 0, 32)
-	rec.SetShards("tenants", sharding.ModeServerSide, 11, 32)
+	rec.SetShards("tenants", "", 0, 32) // the mode not detected yet
+	rec.SetShards("tenants", "server-side", 11, 32)
 
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
 )
 
 // Label names. Their values are bounded: see the package documentation.
@@ -44,9 +43,9 @@ func defaultBuckets() []float64 {
 
 // Recorder records controller metrics in Prometheus. It implements
 // [controller.MetricsRecorder], the leader election Recorder (SetLeader)
-// and [sharding.Recorder]; one Recorder serves every controller of a
-// process. Create it with [New]. It is safe for concurrent use, and a nil
-// *Recorder records nothing.
+// and the Recorder of package x/sharding (SetShards); one Recorder serves
+// every controller of a process. Create it with [New]. It is safe for
+// concurrent use, and a nil *Recorder records nothing.
 type Recorder struct {
 	queued    *prom.CounterVec
 	queueWait *prom.HistogramVec
@@ -63,7 +62,7 @@ type Recorder struct {
 	slots      *prom.GaugeVec
 	groupSlots *prom.GaugeVec
 	modesMu    sync.Mutex
-	modes      map[string]sharding.Mode
+	modes      map[string]string
 
 	// children caches each controller's series: controller name to
 	// *children. Controller names are few and long-lived, so entries are
@@ -71,10 +70,7 @@ type Recorder struct {
 	children sync.Map
 }
 
-var (
-	_ controller.MetricsRecorder = (*Recorder)(nil)
-	_ sharding.Recorder          = (*Recorder)(nil)
-)
+var _ controller.MetricsRecorder = (*Recorder)(nil)
 
 // children holds one controller's series, looked up once so that recording
 // is a map load and an atomic add.
@@ -152,7 +148,7 @@ func newRecorder(reg prom.Registerer, buckets []float64) (*Recorder, error) {
 			Name: "kooper_sharding_group_slots",
 			Help: "Slots of a sharded controller's group, shared among its replicas.",
 		}, []string{labelGroup}),
-		modes: map[string]sharding.Mode{},
+		modes: map[string]string{},
 	}
 
 	// One collector for all eleven metrics, so that registration either
@@ -275,14 +271,15 @@ func (r *Recorder) SetLeader(name string, leading bool) {
 	r.leader.WithLabelValues(name).Set(v)
 }
 
-// SetShards implements [sharding.Recorder]. It sets kooper_sharding_slots
-// for group name (the sharding.Config.Name) and mode to owned, the slots
-// this replica handles, and kooper_sharding_group_slots for name to total,
-// the slots of the group. A sharding.Runner calls it at start and as the
-// slots it owns change. Given a mode other than the last one for name, it
-// deletes the last mode's series, so that a sum over replicas counts this
-// replica once.
-func (r *Recorder) SetShards(name string, mode sharding.Mode, owned, total int) {
+// SetShards implements the Recorder of package x/sharding. It sets
+// kooper_sharding_slots for group name (the sharding.Config.Name) and mode
+// ("server-side", "client-side", or "" until the mode is detected) to
+// owned, the slots this replica handles, and kooper_sharding_group_slots
+// for name to total, the slots of the group. A sharding.Runner calls it at
+// start and as the slots it owns change. Given a mode other than the last
+// one for name, it deletes the last mode's series, so that a sum over
+// replicas counts this replica once.
+func (r *Recorder) SetShards(name, mode string, owned, total int) {
 	if r == nil {
 		return
 	}
@@ -291,10 +288,10 @@ func (r *Recorder) SetShards(name string, mode sharding.Mode, owned, total int) 
 	r.modesMu.Lock()
 	defer r.modesMu.Unlock()
 	if last, ok := r.modes[name]; ok && last != mode {
-		r.slots.DeleteLabelValues(name, string(last))
+		r.slots.DeleteLabelValues(name, last)
 	}
 	r.modes[name] = mode
-	r.slots.WithLabelValues(name, string(mode)).Set(float64(owned))
+	r.slots.WithLabelValues(name, mode).Set(float64(owned))
 	r.groupSlots.WithLabelValues(name).Set(float64(total))
 }
 

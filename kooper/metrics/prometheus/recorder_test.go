@@ -15,8 +15,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	kooperprom "github.com/kooperkit/kooper/kooper/metrics/prometheus"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // newRecorder returns a Recorder on a fresh registry, with histograms of
@@ -60,7 +60,7 @@ func recordEverything(rec *kooperprom.Recorder) {
 	rec.AddQueueLength("pods", -1)
 	rec.SetLeader("pods", true)
 	rec.SetLeader("standby", false)
-	rec.SetShards("tenants", sharding.ModeServerSide, 8, 32)
+	rec.SetShards("tenants", string(sharding.ModeServerSide), 8, 32)
 }
 
 // value returns the value of the one series of family name whose labels
@@ -315,7 +315,7 @@ kooper_sharding_slots{group="tenants",mode="server-side"} 8`,
 		t.Run(tt.name, func(t *testing.T) {
 			rec, reg := newRecorder(t)
 			for _, c := range tt.calls {
-				rec.SetShards(c.group, c.mode, c.owned, c.total)
+				rec.SetShards(c.group, string(c.mode), c.owned, c.total)
 			}
 			want := `
 # HELP kooper_sharding_group_slots Slots of a sharded controller's group, shared among its replicas.
@@ -513,7 +513,7 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 	mr.IncPanic("pods")
 	mr.AddQueueLength("pods", 1)
 	rec.SetLeader("pods", true)
-	rec.SetShards("tenants", sharding.ModeServerSide, 8, 32)
+	rec.SetShards("tenants", string(sharding.ModeServerSide), 8, 32)
 }
 
 func TestConcurrentUse(t *testing.T) {
@@ -541,7 +541,7 @@ func TestConcurrentUse(t *testing.T) {
 				rec.IncPanic(name)
 				rec.AddQueueLength(name, -1)
 				rec.SetLeader(name, i%2 == 0)
-				rec.SetShards(name, modes[(g+i)%len(modes)], i%4, 4)
+				rec.SetShards(name, string(modes[(g+i)%len(modes)]), i%4, 4)
 			}
 		})
 	}

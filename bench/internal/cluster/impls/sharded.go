@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // ShardName names the sharded controller and its group's Leases' prefix
@@ -35,9 +35,9 @@ type ShardGroup struct {
 
 // ShardReplica is Kooper's controller on the pods of one namespace, with
 // its defaults (3 workers, managedFields dropped, a deep copy per
-// handling) and resync off, run as one replica of a sharded group
-// (sharding.New(cfg, []*controller.Controller{ctrl}), Run) or, without a
-// group, alone with plain Run: the baseline. It counts the objects its
+// handling) and resync off, run as one replica of a sharded group (its
+// handler and Retriever wrapped by a sharding.Runner, which runs it) or,
+// without a group, alone with plain Run: the baseline. It counts the objects its
 // Retriever delivers (list items and watch events carrying one).
 type ShardReplica struct {
 	ctrl      *controller.Controller
@@ -68,7 +68,7 @@ func NewShardReplica(cfg *rest.Config, namespace string, handle func(context.Con
 		}
 		return newCountingWatch(w, &r.delivered), nil
 	}
-	r.ctrl, err = controller.New(controller.Config{
+	ccfg := controller.Config{
 		Name: ShardName,
 		Handler: controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
 			handle(ctx, obj.(metav1.Object))
@@ -76,24 +76,26 @@ func NewShardReplica(cfg *rest.Config, namespace string, handle func(context.Con
 		}),
 		Retriever:      controller.NewRetriever(list, watchPods),
 		ResyncInterval: -1,
-	})
+	}
+	if group != nil {
+		r.runner, err = sharding.New(sharding.Config{
+			Name:          group.Name,
+			Namespace:     group.Namespace,
+			Client:        client.CoordinationV1(),
+			Identity:      group.Identity,
+			LeaseDuration: group.LeaseDuration,
+			RenewDeadline: group.RenewDeadline,
+			RetryPeriod:   group.RetryPeriod,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("could not create the sharding runner: %w", err)
+		}
+		ccfg.Handler = r.runner.Handler(ccfg.Handler)
+		ccfg.Retriever = r.runner.Retriever(ccfg.Retriever)
+	}
+	r.ctrl, err = controller.New(ccfg)
 	if err != nil {
 		return nil, fmt.Errorf("could not create the controller: %w", err)
-	}
-	if group == nil {
-		return r, nil
-	}
-	r.runner, err = sharding.New(sharding.Config{
-		Name:          group.Name,
-		Namespace:     group.Namespace,
-		Client:        client.CoordinationV1(),
-		Identity:      group.Identity,
-		LeaseDuration: group.LeaseDuration,
-		RenewDeadline: group.RenewDeadline,
-		RetryPeriod:   group.RetryPeriod,
-	}, []*controller.Controller{r.ctrl})
-	if err != nil {
-		return nil, fmt.Errorf("could not create the sharding runner: %w", err)
 	}
 	return r, nil
 }
@@ -104,7 +106,7 @@ func (r *ShardReplica) Run(ctx context.Context) error {
 	if r.runner == nil {
 		return r.ctrl.Run(ctx)
 	}
-	return r.runner.Run(ctx)
+	return r.runner.Run(ctx, r.ctrl)
 }
 
 // Slots returns the slots the replica handles now (nil unsharded).

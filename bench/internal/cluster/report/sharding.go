@@ -11,7 +11,7 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/ledger"
 	"github.com/kooperkit/kooper/bench/internal/cluster/runner"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // ShardHeapGoal is the goal for a sharded replica's heap over the

@@ -13,7 +13,7 @@ import (
 
 	"github.com/kooperkit/kooper/bench/internal/cluster/ledger"
 	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // ShardMoves is a membership run (ShardingMoves).

@@ -23,7 +23,7 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
 	"github.com/kooperkit/kooper/bench/internal/cluster/proc"
 	"github.com/kooperkit/kooper/hack/envtest"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // controllerShutdownTimeout is the library's default Config.ShutdownTimeout,

@@ -18,8 +18,7 @@ import (
 	"github.com/kooperkit/kooper/bench/internal/cluster/ledger"
 	"github.com/kooperkit/kooper/bench/internal/cluster/pods"
 	"github.com/kooperkit/kooper/hack/envtest"
-	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // Scenario 6's three runs, Kooper only: no peer shards one controller's
@@ -197,7 +196,7 @@ func (r *runner) shardArgs(p *plane) child.Args {
 func slotsOf(uids []types.UID) []int {
 	out := make([]int, len(uids))
 	for i, uid := range uids {
-		out[i] = controller.SlotOf(uid, sharding.DefaultSlots)
+		out[i] = sharding.SlotOf(uid, sharding.DefaultSlots)
 	}
 	return out
 }

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-
-	"github.com/kooperkit/kooper/kooper/controller"
 )
 
 // Any Lease of the group may have been written by someone other than a
@@ -51,10 +49,10 @@ func readLeases(leases []*coordinationv1.Lease, count int) []other {
 		o := other{name: l.Name, uid: string(l.UID), raw: l.Annotations[AnnotationSlots], rawCount: l.Annotations[AnnotationSlotCount]}
 		c, err := strconv.Atoi(o.rawCount)
 		var slots []int
-		if err == nil && controller.ValidSlotCount(c) {
+		if err == nil && validSlotCount(c) {
 			slots, err = parseSlots(o.raw, c)
 		}
-		if err != nil || !controller.ValidSlotCount(c) {
+		if err != nil || !validSlotCount(c) {
 			o.standing = unreadable
 			out = append(out, o)
 			continue

@@ -1,4 +1,4 @@
-package controller
+package sharding
 
 import (
 	"fmt"
@@ -16,17 +16,19 @@ import (
 // that hash. A sharded controller cuts the hash space into a power of two of
 // equal slots; slot i is [i·2⁶⁴/count, (i+1)·2⁶⁴/count).
 
-// MaxSlots is the largest number of slots a sharded controller may have.
-const MaxSlots = 256
+// maxSlots is the largest number of slots a sharded controller may have.
+const maxSlots = 256
 
-// ValidSlotCount reports whether count slots can cut the hash space: a
-// power of two from 1 to MaxSlots.
-func ValidSlotCount(count int) bool {
-	return count >= 1 && count <= MaxSlots && count&(count-1) == 0
+// validSlotCount reports whether count slots can cut the hash space: a
+// power of two from 1 to maxSlots.
+func validSlotCount(count int) bool {
+	return count >= 1 && count <= maxSlots && count&(count-1) == 0
 }
 
-// SlotOf returns the slot of count (a valid slot count) that uid hashes
-// into, with the hash the API server's shard selector uses.
+// SlotOf returns the slot of count (Config.Slots: a power of two up to
+// 256) that uid hashes into, with the hash the API server's shard selector
+// uses. An object with this UID is handled by the replica whose Runner
+// holds that slot (Runner.Slots).
 func SlotOf(uid types.UID, count int) int {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(uid))
@@ -37,13 +39,15 @@ func SlotOf(uid types.UID, count int) int {
 	return int(h.Sum64() >> shift)
 }
 
-// SlotSelector returns the ListOptions.ShardSelector that selects the
+// noSlot is the ListOptions.ShardSelector of a replica that holds no slot:
+// the hash 0 alone, which no object is expected to have (and whose object
+// the slot gate would drop anyway). The API server refuses an empty range.
+const noSlot = "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')"
+
+// slotSelector returns the ListOptions.ShardSelector that selects the
 // objects of the given slots of count: one shardRange per run of
-// consecutive slots, ORed. No slots select everything (an empty selector).
-func SlotSelector(slots []int, count int) string {
-	if len(slots) == 0 {
-		return ""
-	}
+// consecutive slots, ORed; noSlot for no slot.
+func slotSelector(slots []int, count int) string {
 	in := make([]bool, count)
 	for _, s := range slots {
 		if s >= 0 && s < count {
@@ -62,6 +66,9 @@ func SlotSelector(slots []int, count int) string {
 		}
 		ranges = append(ranges, fmt.Sprintf("shardRange(object.metadata.uid, '%s', '%s')", slotBound(s, count), slotBound(end, count)))
 		s = end
+	}
+	if len(ranges) == 0 {
+		return noSlot
 	}
 	return strings.Join(ranges, " || ")
 }

@@ -17,13 +17,16 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/internal/deadline"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -62,17 +65,9 @@ const (
 	ModeClientSide Mode = "client-side"
 )
 
-var (
-	// ErrInvalidConfig is wrapped by every error New returns for a bad
-	// Config.
-	ErrInvalidConfig = errors.New("invalid sharding config")
-)
-
-// Runnable is what runs next to the sharded controllers in every replica,
-// unsharded: a controller of another kind, for example.
-type Runnable interface {
-	Run(ctx context.Context) error
-}
+// ErrInvalidConfig is wrapped by every error New returns for a bad Config,
+// and by those Run returns for controllers it cannot shard.
+var ErrInvalidConfig = errors.New("invalid sharding config")
 
 // Config configures a Runner.
 type Config struct {
@@ -106,9 +101,9 @@ type Config struct {
 	// RetryPeriod is the wait between renewals. Default 2s.
 	RetryPeriod time.Duration
 
-	// Clock drives the runner's waits and stamps its renewals. Give it the
-	// clock of the sharded controllers' Config.Clock: the handling deadline
-	// the runner hands them is read on theirs. Default: the real clock.
+	// Clock drives the runner's waits, stamps its renewals and measures
+	// the right to handle that the slot gate (Handler) enforces. Default:
+	// the real clock.
 	Clock clock.WithTickerAndDelayedExecution
 
 	// Logger receives the runner's logs. Default log.Noop.
@@ -118,15 +113,17 @@ type Config struct {
 	Recorder Recorder
 }
 
-// Recorder receives a sharded replica's state; kooper/metrics/prometheus
-// implements it.
+// Recorder receives a sharded replica's state: the group (Config.Name),
+// the mode ("server-side", "client-side", or "" until detected: a Mode as a
+// string), the slots this replica owns and the group's slots.
+// kooper/metrics/prometheus implements it.
 type Recorder interface {
-	SetShards(name string, mode Mode, owned, total int)
+	SetShards(name, mode string, owned, total int)
 }
 
 type noopRecorder struct{}
 
-func (noopRecorder) SetShards(string, Mode, int, int) {}
+func (noopRecorder) SetShards(string, string, int, int) {}
 
 func (c *Config) defaults() {
 	if c.Slots == 0 {
@@ -156,10 +153,8 @@ func (c *Config) defaults() {
 	}
 }
 
-func (c Config) validate(sharded []*controller.Controller) error {
+func (c Config) validate() error {
 	switch {
-	case len(sharded) == 0:
-		return fmt.Errorf("%w: no controller to shard", ErrInvalidConfig)
 	case c.Name == "":
 		return fmt.Errorf("%w: name is required", ErrInvalidConfig)
 	case len(c.Name) > 52 || len(validation.IsDNS1123Subdomain(c.Name+"-x")) > 0:
@@ -168,8 +163,8 @@ func (c Config) validate(sharded []*controller.Controller) error {
 		return fmt.Errorf("%w: namespace is required", ErrInvalidConfig)
 	case c.Client == nil:
 		return fmt.Errorf("%w: client is required", ErrInvalidConfig)
-	case !controller.ValidSlotCount(c.Slots):
-		return fmt.Errorf("%w: %d slots, want a power of two from 1 to %d", ErrInvalidConfig, c.Slots, controller.MaxSlots)
+	case !validSlotCount(c.Slots):
+		return fmt.Errorf("%w: %d slots, want a power of two from 1 to %d", ErrInvalidConfig, c.Slots, maxSlots)
 	case c.Mode != ModeAuto && c.Mode != ModeServerSide && c.Mode != ModeClientSide:
 		return fmt.Errorf("%w: unknown mode %q", ErrInvalidConfig, c.Mode)
 	case c.RenewDeadline >= c.LeaseDuration:
@@ -177,7 +172,27 @@ func (c Config) validate(sharded []*controller.Controller) error {
 	case c.RetryPeriod >= c.RenewDeadline:
 		return fmt.Errorf("%w: retry period %s must be below renew deadline %s", ErrInvalidConfig, c.RetryPeriod, c.RenewDeadline)
 	}
-	budget := c.LeaseDuration - c.RenewDeadline
+	return nil
+}
+
+// wired checks the controllers Run is given: at least one, each built
+// with one Handler and one Retriever of r (a controller without the gate
+// would handle every object), and each stopping its handlings before
+// another replica may take its slots.
+func (r *Runner) wired(sharded []*controller.Controller) error {
+	r.wiring.Lock()
+	handlers, retrievers := r.handlers, len(r.retrievers)
+	r.wiring.Unlock()
+	switch {
+	case len(sharded) == 0:
+		return fmt.Errorf("%w: no controller to shard", ErrInvalidConfig)
+	case slices.Contains(sharded, nil):
+		return fmt.Errorf("%w: a controller is nil", ErrInvalidConfig)
+	case handlers != len(sharded) || retrievers != len(sharded):
+		return fmt.Errorf("%w: each of the %d controllers must be built with one Runner.Handler and one Runner.Retriever; got %d handlers and %d retrievers",
+			ErrInvalidConfig, len(sharded), handlers, retrievers)
+	}
+	budget := r.cfg.LeaseDuration - r.cfg.RenewDeadline
 	for _, ctrl := range sharded {
 		if ctrl.ShutdownTimeout() >= budget {
 			return fmt.Errorf("%w: a controller's shutdown timeout %s must be below lease duration - renew deadline = %s, or another replica could start a slot while this one still handles it",
@@ -187,19 +202,27 @@ func (c Config) validate(sharded []*controller.Controller) error {
 	return nil
 }
 
-// Runner runs sharded controllers in one replica: it holds the replica's
+// Runner runs one replica of sharded controllers: it holds the replica's
 // Lease, agrees with the other replicas' Runners on who owns which slot
 // (docs/sharding.md), and has each controller handle the objects of the
-// slots it owns. Build one with New.
+// slots it owns, through the Handler and Retriever it wraps. Build one
+// with New.
 type Runner struct {
-	cfg     Config
-	sharded []*controller.Controller
-	others  []Runnable
-	log     log.Logger
+	cfg Config
+	log log.Logger
+	// gate is the slot table every Handler goes through.
+	gate *gate
 
-	mode   atomic.Value // Mode, once detected
-	owned  atomic.Pointer[[]int]
-	shards []*controller.Shards
+	// wiring guards what Handler and Retriever record.
+	wiring     sync.Mutex
+	handlers   int
+	retrievers []*shardRetriever
+
+	ran   atomic.Bool
+	mode  atomic.Value // Mode, once detected
+	owned atomic.Pointer[[]int]
+	// sharded are Run's controllers.
+	sharded []*controller.Controller
 
 	// Run's state, touched by Run's loop only.
 	lease     *coordinationv1.Lease // as last written or read
@@ -225,15 +248,16 @@ type Runner struct {
 	starved atomic.Pointer[string]
 }
 
-// New returns a Runner for the controllers sharded (each handles its share
-// of its own objects, all with the same slots) and others, run unsharded
-// in every replica. Errors wrap ErrInvalidConfig.
-func New(cfg Config, sharded []*controller.Controller, others ...Runnable) (*Runner, error) {
+// New returns the Runner of one replica of the group cfg.Name. Build each
+// sharded controller with its Handler and Retriever, then Run them: each
+// handles its share of its own objects, all with the same slots. Errors
+// wrap ErrInvalidConfig.
+func New(cfg Config) (*Runner, error) {
 	cfg.defaults()
-	if err := cfg.validate(sharded); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, sharded: sharded, others: others,
+	r := &Runner{cfg: cfg, gate: newGate(cfg.Slots, deadline.New(cfg.Clock)),
 		log: cfg.Logger.With("group", cfg.Namespace+"/"+cfg.Name, log.KeyIdentity, cfg.Identity)}
 	r.owned.Store(new([]int))
 	return r, nil
@@ -267,16 +291,31 @@ func (r *Runner) Ready() (string, error) {
 	return fmt.Sprintf("sharded %s: %d of %d slots", r.Mode(), len(*r.owned.Load()), r.cfg.Slots), nil
 }
 
-// Run runs the controllers until ctx is done. It creates this replica's
-// Lease, renews it, takes and gives up slots as replicas come and go, and
-// on the way out gives up every slot (after its handlings returned) and
-// deletes the Lease, so that the others take its slots at once. It returns
-// nil after a clean shutdown, or the first error of a controller or of the
-// start.
-func (r *Runner) Run(ctx context.Context) error {
+// Run runs the sharded controllers, with their plain Run, until ctx is
+// done. It detects the mode (Config.Mode), creates this replica's Lease,
+// renews it, takes and gives up slots as replicas come and go, and on the
+// way out gives up every slot (after its handlings returned) and deletes
+// the Lease, so that the others take its slots at once. It returns nil
+// after a clean shutdown, or the first error of a controller or of the
+// start; an error wrapping ErrInvalidConfig if a controller was not built
+// with this Runner's Handler and Retriever (see New) or its
+// ShutdownTimeout is not below LeaseDuration − RenewDeadline. Run may be
+// called once.
+func (r *Runner) Run(ctx context.Context, sharded ...*controller.Controller) error {
+	if err := r.wired(sharded); err != nil {
+		return err
+	}
+	if !r.ran.CompareAndSwap(false, true) {
+		return fmt.Errorf("sharding runner: %w", controller.ErrAlreadyRun)
+	}
+	defer r.gate.right.Stop()
+	r.sharded = sharded
 	mode := r.cfg.Mode
 	if mode == ModeAuto {
-		server, err := r.sharded[0].DetectServerSharding(ctx)
+		r.wiring.Lock()
+		first := r.retrievers[0].next
+		r.wiring.Unlock()
+		server, err := detectServerSharding(ctx, first)
 		if err != nil {
 			return err
 		}
@@ -290,14 +329,6 @@ func (r *Runner) Run(ctx context.Context) error {
 		r.log.Info("sharding server-side: the API server sends each replica its share only", "slots", r.cfg.Slots)
 	} else {
 		r.log.Warn("sharding client-side: the API server cannot shard (feature gate ShardedListAndWatch off), so every replica retrieves and caches every object and handles its share only", "slots", r.cfg.Slots)
-	}
-	r.shards = make([]*controller.Shards, len(r.sharded))
-	for i := range r.sharded {
-		s, err := controller.NewShards(r.cfg.Slots, mode == ModeServerSide)
-		if err != nil {
-			return err
-		}
-		r.shards[i] = s
 	}
 	r.report()
 
@@ -329,11 +360,8 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 		})
 	}
-	for i, c := range r.sharded {
-		runOne(func(ctx context.Context) error { return c.RunSharded(ctx, r.shards[i]) })
-	}
-	for _, o := range r.others {
-		runOne(o.Run)
+	for _, c := range r.sharded {
+		runOne(c.Run)
 	}
 
 	wake := make(chan struct{}, 1)
@@ -502,13 +530,11 @@ func (r *Runner) verify(ctx context.Context) {
 			dropped = true
 			continue
 		}
-		for _, sh := range r.shards {
-			_ = sh.Acquire(s) // s is in range: the annotation was checked
-		}
 		r.verified[s] = true
 		acquired = append(acquired, s)
 	}
 	if len(acquired) > 0 {
+		r.acquire(acquired)
 		r.log.Info("slots acquired", "slots", formatSlots(acquired))
 	}
 	if dropped {
@@ -526,11 +552,9 @@ func (r *Runner) release(ctx context.Context, s int) bool {
 	defer cancel()
 	was := r.verified[s]
 	delete(r.verified, s) // no key of it is taken from now on
-	for _, sh := range r.shards {
-		if err := sh.Release(cctx, s); err != nil {
-			r.log.Info("slot released, its handlings still running: the claim stays until they return", "slot", s)
-			return false
-		}
+	if err := r.releaseSlot(cctx, s); err != nil {
+		r.log.Info("slot released, its handlings still running: the claim stays until they return", "slot", s)
+		return false
 	}
 	if was {
 		r.log.Info("slot released", "slot", s)
@@ -593,9 +617,7 @@ func (r *Runner) write(ctx context.Context) error {
 func (r *Runner) renewed(start time.Time) {
 	r.lastRenew.Store(&start)
 	until := start.Add(r.cfg.RenewDeadline)
-	for _, sh := range r.shards {
-		sh.SetValidUntil(until)
-	}
+	r.gate.right.Set(until)
 	r.deadline.Reset(until.Sub(r.cfg.Clock.Now()))
 }
 
@@ -625,23 +647,77 @@ func (r *Runner) expire() {
 		return // renewed meanwhile
 	}
 	r.suspended.Store(true)
-	for _, sh := range r.shards {
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.LeaseDuration-r.cfg.RenewDeadline)
-		_ = sh.Suspend(ctx)
-		cancel()
-	}
+	r.suspendSlots()
 	r.owned.Store(new([]int))
 }
 
 // suspend stops every handling now (the loop's own path).
 func (r *Runner) suspend() {
-	for _, sh := range r.shards {
-		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.LeaseDuration-r.cfg.RenewDeadline)
-		_ = sh.Suspend(ctx)
-		cancel()
-	}
+	r.suspendSlots()
 	r.verified = map[int]bool{}
 	r.report()
+}
+
+// suspendSlots releases every slot of the gate and cancels the running
+// handlings, waiting for them at most LeaseDuration − RenewDeadline.
+func (r *Runner) suspendSlots() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.LeaseDuration-r.cfg.RenewDeadline)
+	defer cancel()
+	_ = r.gate.suspend(ctx)
+	r.relist()
+}
+
+// acquire lets the objects of slots be handled, and has them queued:
+// server-side, the retrievers' watches end and the caches list again with
+// the new selector, whose new objects are queued; client-side, the key of
+// every cached object of the slots is queued (a controller whose cache has
+// not synced yet queues every object once it has, and the gate admits
+// them).
+func (r *Runner) acquire(slots []int) {
+	r.gate.acquire(slots)
+	if r.Mode() == ModeServerSide {
+		r.relist()
+		return
+	}
+	in := make([]bool, r.cfg.Slots)
+	for _, s := range slots {
+		in[s] = true
+	}
+	for _, c := range r.sharded {
+		objs, _ := c.List()
+		for _, obj := range objs {
+			m, err := meta.Accessor(obj)
+			if err != nil || m.GetUID() == "" || !in[SlotOf(m.GetUID(), r.cfg.Slots)] {
+				continue
+			}
+			if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+				c.Enqueue(key)
+			}
+		}
+	}
+}
+
+// releaseSlot stops handling the objects of slot and returns once none of
+// its handlings runs, or with ctx's error; server-side, the caches then
+// list again without the slot's objects.
+func (r *Runner) releaseSlot(ctx context.Context, slot int) error {
+	err := r.gate.release(ctx, slot)
+	r.relist()
+	return err
+}
+
+// relist ends, server-side, the watches whose selector the acquired slots
+// no longer match (see Retriever).
+func (r *Runner) relist() {
+	if r.Mode() != ModeServerSide {
+		return
+	}
+	r.wiring.Lock()
+	retrievers := slices.Clone(r.retrievers)
+	r.wiring.Unlock()
+	for _, d := range retrievers {
+		d.changed()
+	}
 }
 
 // createLease creates this replica's Lease, with no claims.
@@ -680,11 +756,9 @@ func (r *Runner) leave() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.RenewDeadline)
 	defer cancel()
 	for s := range r.verified {
-		for _, sh := range r.shards {
-			if err := sh.Release(ctx, s); err != nil {
-				r.log.Warn("handlings still running on the way out: the Lease is left to expire", "slot", s)
-				return
-			}
+		if err := r.releaseSlot(ctx, s); err != nil {
+			r.log.Warn("handlings still running on the way out: the Lease is left to expire", "slot", s)
+			return
 		}
 	}
 	r.verified = map[int]bool{}
@@ -716,7 +790,7 @@ func (r *Runner) cleanUp(ctx context.Context, now time.Time) {
 func (r *Runner) report() {
 	owned := slices.Sorted(maps.Keys(r.verified))
 	r.owned.Store(&owned)
-	r.cfg.Recorder.SetShards(r.cfg.Name, r.Mode(), len(owned), r.cfg.Slots)
+	r.cfg.Recorder.SetShards(r.cfg.Name, string(r.Mode()), len(owned), r.cfg.Slots)
 }
 
 // jitter returns d plus up to 20 %.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // Test timings: a replica that stops renewing loses its slots after 6s.
@@ -168,8 +168,14 @@ type replica struct {
 }
 
 // startReplica runs a replica of the group's ConfigMap controller in ns on
-// cluster c.
+// cluster c, with shardSlots slots.
 func startReplica(t *testing.T, c *envtest.Cluster, group, ns, name string, log *shardLog) *replica {
+	t.Helper()
+	return startReplicaOf(t, c, group, ns, name, shardSlots, log)
+}
+
+// startReplicaOf is startReplica with slots slots.
+func startReplicaOf(t *testing.T, c *envtest.Cluster, group, ns, name string, slots int, log *shardLog) *replica {
 	t.Helper()
 	r := &replica{name: name, net: &partition{}}
 	cfg := c.Config()
@@ -177,21 +183,21 @@ func startReplica(t *testing.T, c *envtest.Cluster, group, ns, name string, log 
 	cfg.WrapTransport = r.net.wrap
 	client := kubernetes.NewForConfigOrDie(cfg)
 	var err error
+	r.runner, err = sharding.New(sharding.Config{
+		Name: group, Namespace: ns, Client: client.CoordinationV1(), Identity: name, Slots: slots,
+		LeaseDuration: shardLease, RenewDeadline: shardDeadline, RetryPeriod: shardRetry,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r.ctrl, err = controller.New(controller.Config{
-		Name: "shard-" + name, Retriever: configMaps(client, ns), Handler: log.handler(name),
+		Name: "shard-" + name, Retriever: r.runner.Retriever(configMaps(client, ns)), Handler: r.runner.Handler(log.handler(name)),
 		ConcurrentWorkers: 4, ShutdownTimeout: time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.runner, err = sharding.New(sharding.Config{
-		Name: group, Namespace: ns, Client: client.CoordinationV1(), Identity: name, Slots: shardSlots,
-		LeaseDuration: shardLease, RenewDeadline: shardDeadline, RetryPeriod: shardRetry,
-	}, []*controller.Controller{r.ctrl})
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.stop, r.done = runInBackground(t, r.runner.Run)
+	r.stop, r.done = runInBackground(t, func(ctx context.Context) error { return r.runner.Run(ctx, r.ctrl) })
 	return r
 }
 
@@ -292,17 +298,29 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 	balanced(t, 30*time.Second, "scale-up to 3", a, b, c)
 
 	// The API server sends each replica its share only: each cache holds
-	// exactly the objects of its slots, and together, once the watches of
-	// the slots just taken have listed, every object.
-	cachedAll := func() int {
+	// exactly the objects of its slots, and together, once the caches have
+	// listed again with the selectors of the slots just taken (each after
+	// client-go's backoff), every object.
+	settled := func() bool {
 		n := 0
 		for _, r := range []*replica{a, b, c} {
 			objs, _ := r.ctrl.List()
+			mine := map[int]bool{}
+			for _, s := range r.runner.Slots() {
+				mine[s] = true
+			}
+			for _, o := range objs {
+				if !mine[sharding.SlotOf(o.(metav1.Object).GetUID(), shardSlots)] {
+					return false
+				}
+			}
 			n += len(objs)
 		}
-		return n
+		return n == objects
 	}
-	eventually(t, 30*time.Second, "the slots' watches have listed", func() bool { return cachedAll() == objects })
+	listedAgain := time.Now()
+	eventually(t, 30*time.Second, "the caches have listed again", settled)
+	t.Logf("the caches held their slots' objects %s after the slots were balanced", time.Since(listedAgain).Round(time.Millisecond))
 	cached := 0
 	for _, r := range []*replica{a, b, c} {
 		objs, ok := r.ctrl.List()
@@ -314,7 +332,7 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 			mine[s] = true
 		}
 		for _, o := range objs {
-			if s := controller.SlotOf(o.(metav1.Object).GetUID(), shardSlots); !mine[s] {
+			if s := sharding.SlotOf(o.(metav1.Object).GetUID(), shardSlots); !mine[s] {
 				t.Errorf("%s caches %s of slot %d, not one of its slots %v", r.name, o.(metav1.Object).GetName(), s, r.runner.Slots())
 			}
 		}
@@ -337,8 +355,7 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 	// nothing else: a renewal must not set off the others'.
 	a.net.take()
 	time.Sleep(4 * shardRetry)
-	// (Watches of slots just taken may still be opening: only the Lease
-	// requests count.)
+	// (Caches may still be listing again: only the Lease requests count.)
 	if rest := a.net.take(); rest["PUT leases"] > 5 || rest["POST leases"]+rest["GET leases"] > 0 {
 		t.Errorf("a made %v in %s at rest, want about 4 Lease renewals and no other Lease request", rest, 4*shardRetry)
 	} else {
@@ -433,5 +450,71 @@ func TestShardingWithoutTheFeatureGateFiltersOnTheClient(t *testing.T) {
 		if log.by[r] == 0 {
 			t.Errorf("replica %s handled nothing", r)
 		}
+	}
+}
+
+// Server-side, a replica that holds no slot (two replicas, one slot) asks
+// the API server for no object: its cache syncs, empty, and it handles
+// nothing. Once the other one stops, it takes the slot, lists again, and
+// handles every object.
+func TestAReplicaWithNoSlotCachesNothing(t *testing.T) {
+	client, ns := setup(t)
+	const objects = 50
+	createConfigMaps(t, client, ns, objects)
+	log := newShardLog()
+	replicas := []*replica{
+		startReplicaOf(t, cluster, "one", ns, "a", 1, log),
+		startReplicaOf(t, cluster, "one", ns, "b", 1, log),
+	}
+	var holder, idle *replica
+	eventually(t, 30*time.Second, "one replica holds the slot", func() bool {
+		a, b := len(replicas[0].runner.Slots()), len(replicas[1].runner.Slots())
+		switch {
+		case a == 1 && b == 0:
+			holder, idle = replicas[0], replicas[1]
+		case a == 0 && b == 1:
+			holder, idle = replicas[1], replicas[0]
+		default:
+			return false
+		}
+		return true
+	})
+	eventually(t, 30*time.Second, "the holder handles every ConfigMap", func() bool { ok, _ := log.handledAll(t, client, ns); return ok })
+	eventually(t, 30*time.Second, "the idle replica's cache syncs", idle.ctrl.HasSynced)
+	eventually(t, 30*time.Second, "the idle replica's cache lists again, with no slot", func() bool {
+		objs, _ := idle.ctrl.List()
+		return len(objs) == 0
+	})
+	if got := idle.runner.Mode(); got != sharding.ModeServerSide {
+		t.Fatalf("got mode %q, want %q", got, sharding.ModeServerSide)
+	}
+	if err := idle.ctrl.SyncError(); err != nil {
+		t.Errorf("the idle replica's cache: %v", err)
+	}
+	log.mu.Lock()
+	before := log.by[idle.name]
+	log.mu.Unlock()
+
+	if err := holder.stop(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the idle replica takes the slot", func() bool { return len(idle.runner.Slots()) == 1 })
+	eventually(t, 30*time.Second, "it caches every ConfigMap", func() bool {
+		objs, _ := idle.ctrl.List()
+		return len(objs) == objects
+	})
+	// Touched once more: each change is handled by the replica that holds
+	// the slot now.
+	stopChurn := churn(client, ns, objects)
+	time.Sleep(200 * time.Millisecond)
+	stopChurn()
+	eventually(t, 30*time.Second, "every ConfigMap's final version is handled", func() bool { ok, _ := log.handledAll(t, client, ns); return ok })
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if log.by[idle.name] == before {
+		t.Errorf("%s handled nothing once it held the slot", idle.name)
+	}
+	if len(log.overlaps) > 0 {
+		t.Fatalf("%d overlapping handlings, e.g. %s", len(log.overlaps), log.overlaps[0])
 	}
 }

@@ -3,6 +3,7 @@ package sharding_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,7 +19,7 @@ import (
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/controllertest"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // quick are timings for tests.
@@ -38,12 +39,14 @@ type fakeLeases struct {
 
 func (fakeLeases) IsWatchListSemanticsUnSupported() bool { return true }
 
-func newController(t *testing.T) *controller.Controller {
+// newController returns a controller of pods wired to r: its handler
+// behind r's slot gate, its Retriever decorated by r.
+func newController(t *testing.T, r *sharding.Runner) *controller.Controller {
 	t.Helper()
 	c, err := controller.New(controller.Config{
 		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
-		Retriever: controllertest.NewRetriever(&corev1.Pod{}),
-		Handler:   controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil }),
+		Retriever: r.Retriever(controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})),
+		Handler:   r.Handler(controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil })),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,10 +69,11 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // Lease when it stops. The in-memory retriever cannot shard: client-side.
 func TestAReplicaAloneTakesEverySlotAndLeavesNoLease(t *testing.T) {
 	client := fake.NewClientset()
-	r, err := sharding.New(quick(client), []*controller.Controller{newController(t)})
+	r, err := sharding.New(quick(client))
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := newController(t, r)
 	// Checked before Run starts: once it runs, a fake client lets it take
 	// every slot before this goroutine looks.
 	if _, err := r.Ready(); err == nil {
@@ -77,7 +81,7 @@ func TestAReplicaAloneTakesEverySlotAndLeavesNoLease(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	go func() { done <- r.Run(ctx, c) }()
 	eventually(t, "every slot is taken", func() bool { return len(r.Slots()) == 4 })
 	if status, err := r.Ready(); err != nil || status != "sharded client-side: 4 of 4 slots" {
 		t.Errorf("Ready() = %q, %v", status, err)
@@ -104,23 +108,79 @@ func TestAReplicaAloneTakesEverySlotAndLeavesNoLease(t *testing.T) {
 
 func TestNewRefusesABadConfig(t *testing.T) {
 	client := fake.NewClientset()
-	c := newController(t)
 	for name, mutate := range map[string]func(*sharding.Config){
 		"no name":             func(c *sharding.Config) { c.Name = "" },
 		"a name too long":     func(c *sharding.Config) { c.Name = "a23456789012345678901234567890123456789012345678901234" },
 		"3 slots":             func(c *sharding.Config) { c.Slots = 3 },
+		"512 slots":           func(c *sharding.Config) { c.Slots = 512 },
+		"-2 slots":            func(c *sharding.Config) { c.Slots = -2 },
 		"an unknown mode":     func(c *sharding.Config) { c.Mode = "both" },
 		"deadline over lease": func(c *sharding.Config) { c.RenewDeadline = 3 * time.Second },
 		"no namespace":        func(c *sharding.Config) { c.Namespace = "" },
+		"no client":           func(c *sharding.Config) { c.Client = nil },
 	} {
 		cfg := quick(client)
 		mutate(&cfg)
-		if _, err := sharding.New(cfg, []*controller.Controller{c}); !errors.Is(err, sharding.ErrInvalidConfig) {
+		if _, err := sharding.New(cfg); !errors.Is(err, sharding.ErrInvalidConfig) {
 			t.Errorf("%s: got %v, want ErrInvalidConfig", name, err)
 		}
 	}
-	if _, err := sharding.New(quick(client), nil); !errors.Is(err, sharding.ErrInvalidConfig) {
-		t.Errorf("no controller: got %v, want ErrInvalidConfig", err)
+}
+
+// Run refuses controllers it cannot shard safely, before it writes
+// anything: none, one whose handler does not go through the slot gate or
+// whose Retriever is not decorated (it would handle every object), and one
+// that could still be handling when another replica takes its slots.
+func TestRunRefusesControllersItCannotShard(t *testing.T) {
+	pods := func() controller.Retriever {
+		return controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	}
+	nop := controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil })
+	build := func(cfg controller.Config) *controller.Controller {
+		c, err := controller.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	tests := []struct {
+		name  string
+		wire  func(r *sharding.Runner) []*controller.Controller
+		wants string
+	}{
+		{"no controller", func(*sharding.Runner) []*controller.Controller { return nil }, "no controller"},
+		{"a plain handler", func(r *sharding.Runner) []*controller.Controller {
+			return []*controller.Controller{build(controller.Config{Name: "c", Handler: nop, Retriever: r.Retriever(pods())})}
+		}, "Runner.Handler"},
+		{"a plain retriever", func(r *sharding.Runner) []*controller.Controller {
+			return []*controller.Controller{build(controller.Config{Name: "c", Handler: r.Handler(nop), Retriever: pods()})}
+		}, "Runner.Retriever"},
+		{"one wired controller of two", func(r *sharding.Runner) []*controller.Controller {
+			return []*controller.Controller{
+				build(controller.Config{Name: "a", Handler: r.Handler(nop), Retriever: r.Retriever(pods())}),
+				build(controller.Config{Name: "b", Handler: nop, Retriever: pods()}),
+			}
+		}, "2 controllers"},
+		{"a shutdown timeout over the lease's margin", func(r *sharding.Runner) []*controller.Controller {
+			return []*controller.Controller{build(controller.Config{Name: "c", Handler: r.Handler(nop), Retriever: r.Retriever(pods()),
+				ShutdownTimeout: time.Second})}
+		}, "shutdown timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			r, err := sharding.New(quick(client))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = r.Run(context.Background(), tt.wire(r)...)
+			if !errors.Is(err, sharding.ErrInvalidConfig) || !strings.Contains(err.Error(), tt.wants) {
+				t.Fatalf("got %v, want ErrInvalidConfig saying %q", err, tt.wants)
+			}
+			if leases, _ := client.CoordinationV1().Leases("ns").List(context.Background(), metav1.ListOptions{}); len(leases.Items) > 0 {
+				t.Errorf("a Lease was created: %v", leases.Items)
+			}
+		})
 	}
 }
 
@@ -143,25 +203,25 @@ func TestAReplicaThatCannotRenewStopsAtTheDeadlineOnItsClock(t *testing.T) {
 		}
 		return false, nil, nil
 	})
-	ctrl, err := controller.New(controller.Config{
-		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
-		Retriever: controllertest.NewRetriever(&corev1.Pod{}),
-		Handler:   controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil }),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	logs := &warnings{}
 	r, err := sharding.New(sharding.Config{
 		Name: "pods", Namespace: "ns", Client: fakeLeases{client.CoordinationV1()}, Slots: 4,
 		LeaseDuration: time.Minute, RenewDeadline: deadline, RetryPeriod: 15 * time.Second, Clock: clk, Logger: logs,
-	}, []*controller.Controller{ctrl})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := controller.New(controller.Config{
+		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
+		Retriever: r.Retriever(controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})),
+		Handler:   r.Handler(controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil })),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	go func() { done <- r.Run(ctx, ctrl) }()
 	defer func() {
 		refuse.Store(false)
 		cancel()

@@ -18,9 +18,8 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/sharding"
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/kooper/x/sharding"
 )
 
 // versioned returns a fake clientset that gives Leases a UID and a new
@@ -85,13 +84,14 @@ func (w *warnings) about(s string) []string {
 // start runs a Runner for cfg until the test ends or stop is called.
 func start(t *testing.T, cfg sharding.Config) (r *sharding.Runner, stop func()) {
 	t.Helper()
-	r, err := sharding.New(cfg, []*controller.Controller{newController(t)})
+	r, err := sharding.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	c := newController(t, r)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
+	go func() { done <- r.Run(ctx, c) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {

@@ -2,14 +2,36 @@
 // handling a disjoint share of the objects, on the API server's own
 // sharding (ListOptions.ShardSelector, KEP-5866) where it has it.
 //
+// The package is experimental: it builds on an alpha API of Kubernetes,
+// and its API may change in any release. It uses package controller's
+// public API only.
+//
 // Leader election (package leaderelection) keeps every replica but one
 // idle, so a controller's throughput and memory end where one process ends.
 // A [Runner] in each replica instead holds a Lease of its own (membership:
 // the Leases labelled [LabelGroup]=Config.Name), and the Runners agree on
-// who owns which of Config.Slots slots of the UID hash space. Each replica's
-// controllers handle the objects of its slots only
-// (controller.Controller.RunSharded). When replicas come and go, slots move
-// without a restart.
+// who owns which of Config.Slots slots of the UID hash space ([SlotOf]).
+// Each replica's controllers handle the objects of its slots only. When
+// replicas come and go, slots move without a restart.
+//
+// # Wiring
+//
+// A sharded controller is a plain controller.Controller whose Handler goes
+// through the Runner's slot gate ([Runner.Handler], a Middleware) and whose
+// Retriever is decorated by the Runner ([Runner.Retriever]); [Runner.Run]
+// runs it with its plain Run:
+//
+//	shards, err := sharding.New(sharding.Config{Name: "pods", Namespace: ns, Client: client.CoordinationV1()})
+//	c, err := controller.New(controller.Config{
+//		Name:      "pods",
+//		Handler:   shards.Handler(handler),
+//		Retriever: shards.Retriever(pods),
+//	})
+//	err = shards.Run(ctx, c)
+//
+// The gate drops the objects of slots this replica does not hold, before
+// the handler; the decorated Retriever, server-side, retrieves only the
+// objects of the slots it holds. Run refuses a controller not built so.
 //
 // # What is guaranteed
 //
@@ -23,18 +45,22 @@
 //     Leases not written by a replica are below.
 //   - A replica that cannot renew its Lease for RenewDeadline stops taking
 //     keys (checked before each key, so a paused process that wakes up
-//     takes none) and cancels its running handlings; the others take its
-//     slots LeaseDuration after they last saw it renew, as with leader
-//     election. On a clean shutdown it gives up its slots and deletes its
-//     Lease, and the others take them at once.
+//     takes none; each is queued again a second later) and cancels its
+//     running handlings, as controller.Controller.SetValidUntil does under
+//     leader election (one implementation); the others take its slots
+//     LeaseDuration after they last saw it renew, as with leader election.
+//     On a clean shutdown it gives up its slots and deletes its Lease, and
+//     the others take them at once.
 //   - Server-side mode (detected at start: the API server echoes the
-//     selector in a list's metadata.shardInfo): each owned slot has its own
-//     watch with a shard selector, so the API server sends, and the cache
-//     holds, the share only. Client-side mode (the feature gate is off, as
+//     selector in a list's metadata.shardInfo): the controller's list and
+//     watch carry a shard selector of the slots it holds, so the API
+//     server sends, and the cache holds, the share only; when its slots
+//     change, the watch ends with 410 Expired and the cache lists again
+//     with the new selector. Client-side mode (the feature gate is off, as
 //     on managed clusters today): every replica lists and caches every
-//     object and handles its share; CPU in handlers is shared, memory is
-//     not. The mode is logged, exported by the Recorder and returned by
-//     [Runner.Mode].
+//     object, queues every change, and handles its share; CPU in handlers
+//     is shared, memory is not. The mode is logged, exported by the
+//     Recorder and returned by [Runner.Mode].
 //
 // # Leases not written by a replica
 //
@@ -88,9 +114,10 @@
 // # Owners and children
 //
 // Shard the owner's controller; its sources (controller.Owns) are not
-// sharded: a child's change queues its owner only if the owner's slot is
-// this replica's, so the owner is handled where its slot is. Each replica
-// then caches the metadata of every child.
+// sharded (give them a plain Retriever): a child's change queues its owner
+// in every replica, and the gate lets only the replica that holds the
+// owner's slot handle it. Each replica then caches the metadata of every
+// child.
 //
 // Handlers must stay idempotent, as under leader election: a handling cut
 // off by a partition may still be running when its replica stops, until it
