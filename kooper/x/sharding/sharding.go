@@ -58,8 +58,8 @@ type Mode string
 const (
 	// ModeAuto detects the mode at start (the default).
 	ModeAuto Mode = ""
-	// ModeServerSide retrieves each slot with a shard selector: the API
-	// server sends only the share (feature gate ShardedListAndWatch).
+	// ModeServerSide retrieves the owned slots with a shard selector: the
+	// API server sends only the share (feature gate ShardedListAndWatch).
 	ModeServerSide Mode = "server-side"
 	// ModeClientSide retrieves every object and handles only the share.
 	ModeClientSide Mode = "client-side"
@@ -85,8 +85,7 @@ type Config struct {
 	Identity string
 	// Slots is how many slots the hash space is cut into, a power of two up
 	// to 256; every replica of the group must use the same. More slots
-	// share more evenly and move in smaller steps; server-side, each owned
-	// slot is a watch. Default DefaultSlots.
+	// share more evenly and move in smaller steps. Default DefaultSlots.
 	Slots int
 	// Mode is how the share is retrieved. Default ModeAuto.
 	Mode Mode
