@@ -31,7 +31,9 @@ import (
 //
 // Give it to the sharded controllers only, never to a source
 // (controller.Owns, Watches): children are not sharded. It forwards next's
-// answer to client-go's question whether it can stream an initial list.
+// answer to client-go's question whether it can stream an initial list,
+// but hides the rest of next from the controller: wrap the decorated
+// Retriever, not next, with controller.WithWatchIdleTimeout.
 func (r *Runner) Retriever(next controller.Retriever) controller.Retriever {
 	d := &shardRetriever{next: next, share: r.share, open: map[*shardWatch]struct{}{}}
 	r.wiring.Lock()
