@@ -23,9 +23,10 @@ import (
 //     cache holds, their objects only. When the acquired slots change, the
 //     open watch ends with a 410 Expired error, as when the API server has
 //     compacted the version it watches from: client-go's reflector lists
-//     again, with the new selector (after its backoff, 0.8 s at first),
-//     and the cache drops the objects of the released slots and gets those
-//     of the acquired ones, which are queued;
+//     again, with the new selector, and the cache drops the objects of the
+//     released slots and gets those of the acquired ones, which are
+//     queued. The reflector waits its backoff first: 0.8 s to 1.6 s, but
+//     doubling with each list within two minutes, up to 30 s;
 //   - client-side, and until Run has detected the mode, every object is
 //     retrieved, as next does; the slot gate (Handler) handles the share.
 //
