@@ -92,9 +92,13 @@ func (g *gate) handle(ctx context.Context, obj runtime.Object, next controller.H
 	if !ok {
 		return controller.RequeueAfter(retryAfterExpiry)
 	}
-	err = next.Handle(hctx, obj)
+	var expired bool
+	func() {
+		defer func() { expired = end() }() // a panic goes on up, ended
+		err = next.Handle(hctx, obj)
+	}()
 	switch {
-	case end():
+	case expired:
 		return controller.RequeueAfter(retryAfterExpiry)
 	case sctx.Err() != nil && ctx.Err() == nil:
 		// Suspended: the slot is no longer this replica's, and acquiring

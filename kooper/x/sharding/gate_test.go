@@ -413,3 +413,30 @@ func TestTheRunningHandlingsAreCancelledWhenTheRightEnds(t *testing.T) {
 	r.gate.right.Set(time.Now().Add(time.Minute))
 	eventually(t, "the cancelled key is handled again once the right is back", func() bool { return calls.Load() == 2 })
 }
+
+// A handler that panics behind the gate: the panic reaches the
+// controller, which recovers it and retries, and the handling is no
+// longer registered: releasing the slot returns at once.
+func TestAPanicLeavesNoHandlingRegistered(t *testing.T) {
+	store := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	if _, err := store.Add(shardedPod(1)); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	h := controller.HandlerFunc(func(context.Context, runtime.Object) error {
+		if calls.Add(1) == 1 {
+			panic("test: a bad object")
+		}
+		return nil
+	})
+	r := newRunner(t, 1)
+	r.gate.right.Set(time.Now().Add(time.Minute))
+	r.acquire([]int{0})
+	start(t, r, ModeClientSide, controller.Config{Name: "c", Retriever: store, Handler: h})
+	eventually(t, "the key is handled again after the panic", func() bool { return calls.Load() >= 2 })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := r.releaseSlot(ctx, 0); err != nil {
+		t.Fatalf("releasing the slot after the handlings returned: %v", err)
+	}
+}
