@@ -31,7 +31,8 @@
 //
 // The gate drops the objects of slots this replica does not hold, before
 // the handler; the decorated Retriever, server-side, retrieves only the
-// objects of the slots it holds. Run refuses a controller not built so.
+// objects of the slots it holds. Run refuses controllers that are not as
+// many as the Handlers and the Retrievers the Runner made.
 //
 // # What is guaranteed
 //

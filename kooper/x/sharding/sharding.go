@@ -174,8 +174,8 @@ func (c Config) validate() error {
 	return nil
 }
 
-// wired checks the controllers Run is given: at least one, each built
-// with one Handler and one Retriever of r (a controller without the gate
+// wired checks the controllers Run is given: at least one, as many as
+// the Handlers and the Retrievers r made (a controller without the gate
 // would handle every object), and each stopping its handlings before
 // another replica may take its slots.
 func (r *Runner) wired(sharded []*controller.Controller) error {
@@ -296,8 +296,9 @@ func (r *Runner) Ready() (string, error) {
 // way out gives up every slot (after its handlings returned) and deletes
 // the Lease, so that the others take its slots at once. It returns nil
 // after a clean shutdown, or the first error of a controller or of the
-// start; an error wrapping ErrInvalidConfig if a controller was not built
-// with this Runner's Handler and Retriever (see New) or its
+// start; an error wrapping ErrInvalidConfig if the Runner did not make
+// one Handler and one Retriever per controller (see New: a controller
+// without the gate would handle every object) or a controller's
 // ShutdownTimeout is not below LeaseDuration − RenewDeadline. Run may be
 // called once.
 func (r *Runner) Run(ctx context.Context, sharded ...*controller.Controller) error {
