@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // rangeRE is one shardRange of a selector.
@@ -179,7 +179,7 @@ func TestShardedReplicasNeverHandleOneKeyAtOnce(t *testing.T) {
 		for _, mode := range modes {
 			t.Run(string(sharding)+"/"+mode.name, func(t *testing.T) {
 				const pods, count = 120, 8
-				store := controllertest.NewRetriever(&corev1.Pod{}, mode.opts)
+				store := fakeapi.NewRetriever(&corev1.Pod{}, mode.opts)
 				for i := range pods {
 					if _, err := store.Add(shardedPod(i)); err != nil {
 						t.Fatal(err)
@@ -289,7 +289,7 @@ func TestShardedReplicasNeverHandleOneKeyAtOnce(t *testing.T) {
 // the running handlings' contexts. The handler is never called for an
 // object of a released slot.
 func TestReleaseWaitsForTheSlotsHandlings(t *testing.T) {
-	store := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	store := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	p := shardedPod(1)
 	if _, err := store.Add(p); err != nil {
 		t.Fatal(err)
@@ -358,7 +358,7 @@ func TestReleaseWaitsForTheSlotsHandlings(t *testing.T) {
 // queued again a second later, so once renewed it handles them, with no
 // change needed.
 func TestAnExpiredShareTakesNoKey(t *testing.T) {
-	store := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	store := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	handled := make(chan string, 10)
 	h := controller.HandlerFunc(func(_ context.Context, obj runtime.Object) error {
 		handled <- obj.(metav1.Object).GetResourceVersion()
@@ -388,7 +388,7 @@ func TestAnExpiredShareTakesNoKey(t *testing.T) {
 // cancelled, as under leader election (controller.SetValidUntil), and
 // their keys are handled again once it is renewed.
 func TestTheRunningHandlingsAreCancelledWhenTheRightEnds(t *testing.T) {
-	store := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	store := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	if _, err := store.Add(shardedPod(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestTheRunningHandlingsAreCancelledWhenTheRightEnds(t *testing.T) {
 // controller, which recovers it and retries, and the handling is no
 // longer registered: releasing the slot returns at once.
 func TestAPanicLeavesNoHandlingRegistered(t *testing.T) {
-	store := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	store := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	if _, err := store.Add(shardedPod(1)); err != nil {
 		t.Fatal(err)
 	}

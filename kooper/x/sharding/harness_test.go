@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // The tests of this file's package drive a Runner's slots by hand, as its
@@ -25,10 +25,10 @@ import (
 // (watch-list) and LIST then WATCH (fakes and older servers).
 var modes = []struct {
 	name string
-	opts controllertest.Options
+	opts fakeapi.Options
 }{
-	{"watch-list", controllertest.Options{}},
-	{"list+watch", controllertest.Options{DisableWatchList: true}},
+	{"watch-list", fakeapi.Options{}},
+	{"list+watch", fakeapi.Options{DisableWatchList: true}},
 }
 
 // newRunner returns a Runner of count slots whose loop never runs: the

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // In these tests ConfigMaps own Secrets: a Secret's controller reference
@@ -37,7 +37,7 @@ func childOf(name string, owner metav1.Object) *corev1.Secret {
 			UID: owner.GetUID(), Controller: &yes}}}}
 }
 
-func mustAdd(t *testing.T, r *controllertest.Retriever, obj runtime.Object) runtime.Object {
+func mustAdd(t *testing.T, r *fakeapi.Retriever, obj runtime.Object) runtime.Object {
 	t.Helper()
 	stored, err := r.Add(obj)
 	if err != nil {
@@ -46,7 +46,7 @@ func mustAdd(t *testing.T, r *controllertest.Retriever, obj runtime.Object) runt
 	return stored
 }
 
-func mustUpdate(t *testing.T, r *controllertest.Retriever, obj runtime.Object) runtime.Object {
+func mustUpdate(t *testing.T, r *fakeapi.Retriever, obj runtime.Object) runtime.Object {
 	t.Helper()
 	stored, err := r.Update(obj)
 	if err != nil {
@@ -94,8 +94,8 @@ func (l *ownerLog) waitCalls(t *testing.T, what string, n int) []string {
 // drops it before the handler.
 func TestOnlyTheOwnersOfAcquiredSlotsAreHandled(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // last: once the controllers have stopped
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
+	secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	mine, theirs := ownerCM("mine", uidInSlot(t, "mine", 0, 2)), ownerCM("theirs", uidInSlot(t, "theirs", 1, 2))
 	mustAdd(t, cms, mine)
 	mustAdd(t, cms, theirs)
@@ -131,8 +131,8 @@ func TestOnlyTheOwnersOfAcquiredSlotsAreHandled(t *testing.T) {
 func TestChildrenFollowTheirOwnersShard(t *testing.T) {
 	t.Cleanup(func() { goleak.VerifyNone(t) }) // last: once the controllers have stopped
 	const owners, slots = 24, 4
-	cms := controllertest.NewRetriever(&corev1.ConfigMap{}, controllertest.Options{})
-	secrets := controllertest.NewRetriever(&corev1.Secret{}, controllertest.Options{})
+	cms := fakeapi.NewRetriever(&corev1.ConfigMap{}, fakeapi.Options{})
+	secrets := fakeapi.NewRetriever(&corev1.Secret{}, fakeapi.Options{})
 	all := make([]*corev1.ConfigMap, owners)
 	for i := range owners {
 		name := fmt.Sprintf("web-%d", i)

@@ -16,13 +16,13 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kooperkit/kooper/kooper/controller"
-	"github.com/kooperkit/kooper/kooper/controller/controllertest"
+	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
 )
 
 // shardFilter applies ListOptions.ShardSelector as an API server with the
 // ShardedListAndWatch gate does: lists and watches carry the matching
 // objects only, and a filtered list says so in metadata.shardInfo.
-type shardFilter struct{ *controllertest.Retriever }
+type shardFilter struct{ *fakeapi.Retriever }
 
 func (f shardFilter) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	obj, err := f.Retriever.List(ctx, opts)
@@ -97,7 +97,7 @@ func TestServerSideCachesOnlyTheAcquiredSlots(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
 			const pods, count = 64, 4
-			store := controllertest.NewRetriever(&corev1.Pod{}, mode.opts)
+			store := fakeapi.NewRetriever(&corev1.Pod{}, mode.opts)
 			perSlot := make([]int, count)
 			for i := range pods {
 				p := shardedPod(i)
@@ -327,7 +327,7 @@ func TestTheRetrieverFollowsTheAcquiredSlots(t *testing.T) {
 // Run's detection: a server that applies the selector echoes it in
 // metadata.shardInfo; one without the gate does not.
 func TestDetectServerSharding(t *testing.T) {
-	store := controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+	store := fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{})
 	if _, err := store.Add(shardedPod(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -351,7 +351,7 @@ func TestDetectServerSharding(t *testing.T) {
 func TestTheRetrieverForwardsWatchListSupport(t *testing.T) {
 	r := newRunner(t, 2)
 	for _, disable := range []bool{false, true} {
-		d := r.Retriever(controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{DisableWatchList: disable}))
+		d := r.Retriever(fakeapi.NewRetriever(&corev1.Pod{}, fakeapi.Options{DisableWatchList: disable}))
 		if got := d.(interface{ IsWatchListSemanticsUnSupported() bool }).IsWatchListSemanticsUnSupported(); got != disable {
 			t.Errorf("DisableWatchList %v: got %v", disable, got)
 		}

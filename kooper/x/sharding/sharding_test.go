@@ -45,7 +45,7 @@ func newController(t *testing.T, r *sharding.Runner) *controller.Controller {
 	t.Helper()
 	c, err := controller.New(controller.Config{
 		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
-		Retriever: r.Retriever(controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})),
+		Retriever: r.Retriever(controllertest.NewRetriever(&corev1.Pod{})),
 		Handler:   r.Handler(controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil })),
 	})
 	if err != nil {
@@ -133,7 +133,7 @@ func TestNewRefusesABadConfig(t *testing.T) {
 // that could still be handling when another replica takes its slots.
 func TestRunRefusesControllersItCannotShard(t *testing.T) {
 	pods := func() controller.Retriever {
-		return controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})
+		return controllertest.NewRetriever(&corev1.Pod{})
 	}
 	nop := controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil })
 	build := func(cfg controller.Config) *controller.Controller {
@@ -213,7 +213,7 @@ func TestAReplicaThatCannotRenewStopsAtTheDeadlineOnItsClock(t *testing.T) {
 	}
 	ctrl, err := controller.New(controller.Config{
 		Name: "pods", ShutdownTimeout: 200 * time.Millisecond,
-		Retriever: r.Retriever(controllertest.NewRetriever(&corev1.Pod{}, controllertest.Options{})),
+		Retriever: r.Retriever(controllertest.NewRetriever(&corev1.Pod{})),
 		Handler:   r.Handler(controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil })),
 	})
 	if err != nil {
