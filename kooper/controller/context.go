@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
+
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 )
 
 // handlingContext returns the context of one handling: ctx, carrying info
-// for HandlingFrom, with a timeout on clk. cancel frees its timer once the
+// for the library's middlewares (kooper/internal/handling), with a timeout on clk. cancel frees its timer once the
 // handling is over.
 //
 // On the real clock it is context.WithTimeout's, which Deadline reports to
@@ -16,8 +18,8 @@ import (
 // when the timeout passes: the context is then cancelled with the cause
 // context.DeadlineExceeded (its Err is context.Canceled), since only the
 // standard library's own timer can make Err say DeadlineExceeded.
-func handlingContext(ctx context.Context, clk clock.WithTickerAndDelayedExecution, timeout time.Duration, info Handling) (context.Context, context.CancelFunc) {
-	ctx = context.WithValue(ctx, handlingKey{}, info)
+func handlingContext(ctx context.Context, clk clock.WithTickerAndDelayedExecution, timeout time.Duration, info handling.Info) (context.Context, context.CancelFunc) {
+	ctx = handling.With(ctx, info)
 	if realClock(clk) {
 		return context.WithTimeout(ctx, timeout)
 	}
@@ -36,25 +38,4 @@ func realClock(clk clock.PassiveClock) bool {
 		return true
 	}
 	return false
-}
-
-// Handling describes the handling a handler's context belongs to, for
-// decorators that log or trace it. Read it with HandlingFrom.
-type Handling struct {
-	// Controller is the controller's Config.Name.
-	Controller string
-	// Key is the object's "namespace/name" (or "name").
-	Key string
-	// Attempt counts the handlings of the key since its last success,
-	// from 1; retries raise it.
-	Attempt int
-}
-
-type handlingKey struct{}
-
-// HandlingFrom returns the Handling of a context the controller passed to a
-// handler, or false for any other context.
-func HandlingFrom(ctx context.Context) (Handling, bool) {
-	h, ok := ctx.Value(handlingKey{}).(Handling)
-	return h, ok
 }

@@ -8,12 +8,14 @@ import (
 
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 )
 
 // On the real clock the handling context is context.WithTimeout's: its
 // deadline is reported, and its Err says DeadlineExceeded.
 func TestTheHandlingContextTimesOutOnTheRealClock(t *testing.T) {
-	ctx, cancel := handlingContext(context.Background(), clock.RealClock{}, 30*time.Millisecond, Handling{})
+	ctx, cancel := handlingContext(context.Background(), clock.RealClock{}, 30*time.Millisecond, handling.Info{})
 	defer cancel()
 	if d, ok := ctx.Deadline(); !ok || time.Until(d) > 30*time.Millisecond {
 		t.Errorf("got Deadline %v %v, want one within 30ms", d, ok)
@@ -32,7 +34,7 @@ func TestTheHandlingContextTimesOutOnTheRealClock(t *testing.T) {
 // the context is cancelled with the cause DeadlineExceeded.
 func TestTheHandlingContextTimesOutOnTheInjectedClock(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	ctx, cancel := handlingContext(context.Background(), clk, time.Minute, Handling{})
+	ctx, cancel := handlingContext(context.Background(), clk, time.Minute, handling.Info{})
 	defer cancel()
 	clk.Step(time.Minute - time.Nanosecond)
 	if err := ctx.Err(); err != nil {
@@ -48,7 +50,7 @@ func TestTheHandlingContextTimesOutOnTheInjectedClock(t *testing.T) {
 // Cancelling a handling context frees its timer.
 func TestCancellingTheHandlingContextStopsItsTimer(t *testing.T) {
 	clk := testingclock.NewFakeClock(time.Now())
-	ctx, cancel := handlingContext(context.Background(), clk, time.Minute, Handling{})
+	ctx, cancel := handlingContext(context.Background(), clk, time.Minute, handling.Info{})
 	if !clk.HasWaiters() {
 		t.Fatal("no timer armed for the timeout")
 	}
@@ -65,13 +67,13 @@ func TestTheHandlingContextFollowsItsParentAndCarriesTheHandling(t *testing.T) {
 	for _, clk := range []clock.WithTickerAndDelayedExecution{clock.RealClock{}, testingclock.NewFakeClock(time.Now())} {
 		type key struct{}
 		parent, cancelParent := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
-		want := Handling{Controller: "c", Key: "ns/a", Attempt: 2}
+		want := handling.Info{Controller: "c", Key: "ns/a", Attempt: 2}
 		ctx, cancel := handlingContext(parent, clk, time.Hour, want)
 		if got := ctx.Value(key{}); got != "v" {
 			t.Errorf("%T: got Value %v, want v", clk, got)
 		}
-		if got, ok := HandlingFrom(ctx); !ok || got != want {
-			t.Errorf("%T: got HandlingFrom %+v %v, want %+v", clk, got, ok, want)
+		if got, ok := handling.From(ctx); !ok || got != want {
+			t.Errorf("%T: got handling.From %+v %v, want %+v", clk, got, ok, want)
 		}
 		cancelParent()
 		<-ctx.Done()

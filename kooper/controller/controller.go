@@ -15,6 +15,8 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/internal/deadline"
+	"github.com/kooperkit/kooper/kooper/internal/handling"
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -65,7 +67,7 @@ func New(cfg Config, sources ...Source) (*Controller, error) {
 			return nil, err
 		}
 	}
-	logger := cfg.Logger.With(log.KeyController, cfg.Name)
+	logger := cfg.Logger.With(logkey.Controller, cfg.Name)
 	// The handler chain, outermost first:
 	//  1. measure: records the duration and outcome of the whole call, so a
 	//     panic counts as a failed handling;
@@ -102,7 +104,7 @@ func (c *Controller) HasSynced() bool { return c.synced.Load() }
 // Retriever retrieves, and wrapping [ErrDecode] when the answer could not
 // be decoded. With sources (New), the last failure of each of their
 // caches too, joined. It returns nil once every cache has synced, and while
-// nothing has failed. health.Readiness puts it in /readyz's answer.
+// nothing has failed. leaderelection.Runner.Ready puts it in /readyz's answer.
 //
 // Failures after the sync (a relist that cannot decode a changed object)
 // leave the cache as it was, stale for that type: they are logged and
@@ -267,7 +269,7 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	src.close()
 	sources.close()
 	if err != nil {
-		c.log.Error("controller stopped with handlers still running", log.KeyErr, err)
+		c.log.Error("controller stopped with handlers still running", logkey.Err, err)
 		return err
 	}
 	c.log.Info("controller stopped")
@@ -356,7 +358,7 @@ func sameVersion(oldObj, obj any) bool {
 func (c *Controller) enqueue(obj any, source string) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
-		c.log.Warn("could not compute an object key", log.KeyErr, err)
+		c.log.Warn("could not compute an object key", logkey.Err, err)
 		return
 	}
 	c.add(key, source)
@@ -377,7 +379,7 @@ func (c *Controller) add(key, source string) {
 // a key to a worker while another worker still holds it (between Get and
 // Done), so one object is never handled concurrently.
 func (c *Controller) worker(ctx context.Context, id int, src objects, queue *workQueue) {
-	logger := c.log.With(log.KeyWorker, id)
+	logger := c.log.With(logkey.Worker, id)
 	for {
 		key, shutdown := queue.Get()
 		if shutdown {
@@ -428,7 +430,7 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 	obj := item.(runtime.Object).DeepCopyObject()
 
 	hctx, release := handlingContext(ctx, c.cfg.clock, c.cfg.ProcessingTimeout,
-		Handling{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1})
+		handling.Info{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1})
 	err = c.handler.Handle(hctx, obj)
 	release()
 
@@ -450,16 +452,16 @@ func (c *Controller) process(ctx context.Context, logger log.Logger, key string,
 	case IsTerminal(err):
 		queue.Forget(key)
 		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, dropTerminal)
-		logger.Error("handling failed, not retrying", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
+		logger.Error("handling failed, not retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
 	case attempt <= c.cfg.MaxRetries:
 		c.cfg.MetricsRecorder.IncRetry(c.cfg.Name)
 		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, sourceRetry)
-		logger.Warn("handling failed, retrying", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
+		logger.Warn("handling failed, retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
 		queue.AddRateLimited(key)
 	default:
 		queue.Forget(key)
 		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, dropMaxRetries)
-		logger.Error("handling failed, retries exhausted", log.KeyObject, key, log.KeyAttempt, attempt, log.KeyErr, err)
+		logger.Error("handling failed, retries exhausted", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
 	}
 }
 
@@ -491,7 +493,7 @@ func recoverPanics(rec MetricsRecorder, name string, logger log.Logger) Middlewa
 				if r := recover(); r != nil {
 					key, _ := cache.MetaNamespaceKeyFunc(obj)
 					rec.IncPanic(name)
-					logger.Error("handler panicked", log.KeyObject, key, "panic", r, "stack", string(debug.Stack()))
+					logger.Error("handler panicked", logkey.Object, key, "panic", r, "stack", string(debug.Stack()))
 					err = fmt.Errorf("handler panicked: %v", r)
 				}
 			}()

@@ -22,6 +22,7 @@ import (
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 )
 
 func TestEveryListedObjectIsHandledExactlyOnce(t *testing.T) {
@@ -709,10 +710,10 @@ func TestTheHandlerContextDescribesTheHandling(t *testing.T) {
 	mustAdd(t, src, pod("a"))
 	var (
 		mu  sync.Mutex
-		got []controller.Handling
+		got []handling.Info
 	)
 	h := controller.HandlerFunc(func(ctx context.Context, _ runtime.Object) error {
-		info, ok := controller.HandlingFrom(ctx)
+		info, ok := handling.From(ctx)
 		if !ok {
 			return controller.Terminal(errors.New("no handling in the context"))
 		}
@@ -728,11 +729,11 @@ func TestTheHandlerContextDescribesTheHandling(t *testing.T) {
 	eventually(t, "three attempts", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 })
 	_ = stop()
 	for i, info := range got {
-		if want := (controller.Handling{Controller: "describer", Key: "ns/a", Attempt: i + 1}); info != want {
+		if want := (handling.Info{Controller: "describer", Key: "ns/a", Attempt: i + 1}); info != want {
 			t.Errorf("call %d: got %+v, want %+v", i, info, want)
 		}
 	}
-	if _, ok := controller.HandlingFrom(context.Background()); ok {
+	if _, ok := handling.From(context.Background()); ok {
 		t.Error("got a Handling from a plain context")
 	}
 }

@@ -45,7 +45,7 @@
 // resource holding a value its field cannot, say), every list fails until
 // that object is fixed or deleted: the cache does not sync and nothing of
 // that type is handled. The controller says so: [Controller.SyncError]
-// wraps [ErrDecode] and names the resource (health.Readiness puts it in
+// wraps [ErrDecode] and names the resource (leaderelection.Runner.Ready puts it in
 // /readyz), the log has it at Error (a lasting failure once per five
 // minutes), and MetricsRecorder.IncRetrieveError counts it by kind.
 //

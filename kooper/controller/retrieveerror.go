@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -72,7 +73,7 @@ func (r *retrieveErrors) record(ctx context.Context, err error) {
 		return // stopping: the error is the cancellation
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		apierrors.IsResourceExpired(err), apierrors.IsGone(err):
-		r.log.Debug("watch closed, re-watching", log.KeyErr, err)
+		r.log.Debug("watch closed, re-watching", logkey.Err, err)
 		return
 	}
 	decode := isDecodeError(err)
@@ -109,10 +110,10 @@ func (r *retrieveErrors) record(ctx context.Context, err error) {
 	if decode {
 		// Error: nothing of this type is handled until someone fixes or
 		// deletes the object, or the type.
-		r.log.Error("could not decode retrieved objects, retrying", keyResource, r.resource, "suppressed", suppressed, log.KeyErr, err)
+		r.log.Error("could not decode retrieved objects, retrying", keyResource, r.resource, "suppressed", suppressed, logkey.Err, err)
 		return
 	}
-	r.log.Warn("list or watch failed, retrying", keyResource, r.resource, "suppressed", suppressed, log.KeyErr, err)
+	r.log.Warn("list or watch failed, retrying", keyResource, r.resource, "suppressed", suppressed, logkey.Err, err)
 }
 
 // lastError returns the newest failure recorded, or nil.

@@ -1,7 +1,5 @@
 package log
 
-import "github.com/kooperkit/kooper/kooper/internal/logkey"
-
 // Logger is a leveled, structured logger. kv holds alternating keys and
 // values; keys are strings, preferably from the vocabulary of the package
 // documentation.
@@ -17,18 +15,6 @@ type Logger interface {
 	// With returns a Logger that adds kv to every entry.
 	With(kv ...any) Logger
 }
-
-// Keys of the vocabulary that package controller and package sharding
-// still name through this package; they go once those use
-// kooper/internal/logkey, as the other packages of Kooper do.
-const (
-	KeyController = logkey.Controller // KeyController is the controller's configured name.
-	KeyObject     = logkey.Object     // KeyObject is an object key: "namespace/name" or "name".
-	KeyWorker     = logkey.Worker     // KeyWorker is a worker's index.
-	KeyAttempt    = logkey.Attempt    // KeyAttempt counts handlings of one key since its last success, from 1.
-	KeyErr        = logkey.Err        // KeyErr is an error.
-	KeyIdentity   = logkey.Identity   // KeyIdentity is a leader election or sharding candidate's identity.
-)
 
 // Noop is a Logger that discards everything. It is the default wherever a
 // Logger is optional.

@@ -39,6 +39,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 )
 
 // scopeName is the instrumentation scope of Kooper's spans.
@@ -68,7 +69,7 @@ func Middleware(tp trace.TracerProvider) controller.Middleware {
 	tracer := tp.Tracer(scopeName)
 	return func(next controller.Handler) controller.Handler {
 		return controller.HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
-			info, _ := controller.HandlingFrom(ctx)
+			info, _ := handling.From(ctx)
 			ctx, span := tracer.Start(ctx, "handle "+info.Controller,
 				trace.WithSpanKind(trace.SpanKindInternal),
 				trace.WithAttributes(

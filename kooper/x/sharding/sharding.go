@@ -27,6 +27,7 @@ import (
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/internal/deadline"
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
 
@@ -257,7 +258,7 @@ func New(cfg Config) (*Runner, error) {
 		return nil, err
 	}
 	r := &Runner{cfg: cfg, gate: newGate(cfg.Slots, deadline.New(cfg.Clock)),
-		log: cfg.Logger.With("group", cfg.Namespace+"/"+cfg.Name, log.KeyIdentity, cfg.Identity)}
+		log: cfg.Logger.With("group", cfg.Namespace+"/"+cfg.Name, logkey.Identity, cfg.Identity)}
 	r.owned.Store(new([]int))
 	return r, nil
 }
@@ -372,7 +373,7 @@ func (r *Runner) Run(ctx context.Context, sharded ...*controller.Controller) err
 	if list, err := r.cfg.Client.Leases(r.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: LabelGroup + "=" + r.cfg.Name}); err == nil {
 		r.view.replace(list.Items, r.cfg.Clock.Now())
 	} else {
-		r.log.Warn("could not list the group's Leases; the watch will", log.KeyErr, err)
+		r.log.Warn("could not list the group's Leases; the watch will", logkey.Err, err)
 	}
 	watchCtx, stopWatch := context.WithCancel(ctx)
 	wg.Go(func() { r.watchLeases(watchCtx, wake) })
@@ -462,7 +463,7 @@ func (r *Runner) step(ctx context.Context) error {
 	}
 	if released {
 		if err := r.write(ctx); err != nil {
-			r.log.Warn("could not record released slots (still claimed)", log.KeyErr, err)
+			r.log.Warn("could not record released slots (still claimed)", logkey.Err, err)
 		}
 	}
 
@@ -477,7 +478,7 @@ func (r *Runner) step(ctx context.Context) error {
 	}
 	if added {
 		if err := r.write(ctx); err != nil {
-			r.log.Warn("could not claim slots", log.KeyErr, err)
+			r.log.Warn("could not claim slots", logkey.Err, err)
 			return nil
 		}
 	}
@@ -512,7 +513,7 @@ func (r *Runner) verify(ctx context.Context) {
 	defer cancel()
 	list, err := r.cfg.Client.Leases(r.cfg.Namespace).List(cctx, metav1.ListOptions{LabelSelector: LabelGroup + "=" + r.cfg.Name})
 	if err != nil {
-		r.log.Warn("could not read the group's Leases to check claims", log.KeyErr, err)
+		r.log.Warn("could not read the group's Leases to check claims", logkey.Err, err)
 		return
 	}
 	now := r.cfg.Clock.Now()
@@ -539,7 +540,7 @@ func (r *Runner) verify(ctx context.Context) {
 	}
 	if dropped {
 		if err := r.write(ctx); err != nil {
-			r.log.Warn("could not give up conflicting claims (still claimed, not handled)", log.KeyErr, err)
+			r.log.Warn("could not give up conflicting claims (still claimed, not handled)", logkey.Err, err)
 		}
 	}
 }
@@ -579,7 +580,7 @@ func (r *Runner) renew(ctx context.Context) bool {
 		err = r.createLease(ctx)
 	}
 	if err != nil {
-		r.log.Warn("could not renew the Lease", log.KeyErr, err)
+		r.log.Warn("could not renew the Lease", logkey.Err, err)
 		if r.cfg.Clock.Since(*r.lastRenew.Load()) >= r.cfg.RenewDeadline {
 			r.suspend()
 		}
@@ -767,7 +768,7 @@ func (r *Runner) leave() {
 	// and a write cancelled with ctx may have been stored all the same.
 	err := r.cfg.Client.Leases(r.cfg.Namespace).Delete(ctx, r.lease.Name, metav1.DeleteOptions{})
 	if err != nil && !apierrors.IsNotFound(err) {
-		r.log.Warn("could not delete the Lease: the others take its slots once it expires", log.KeyErr, err)
+		r.log.Warn("could not delete the Lease: the others take its slots once it expires", logkey.Err, err)
 		return
 	}
 	r.log.Info("left the group")

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
 )
 
 // view is what this replica knows of the group's Leases: each one's last
@@ -179,7 +179,7 @@ func (r *Runner) watchLeases(ctx context.Context, wake chan<- struct{}) {
 		},
 	})
 	if err != nil {
-		r.log.Error("could not watch the group's Leases", log.KeyErr, err)
+		r.log.Error("could not watch the group's Leases", logkey.Err, err)
 		return
 	}
 	informer.RunWithContext(ctx)
