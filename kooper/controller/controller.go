@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -15,7 +14,6 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/internal/deadline"
-	"github.com/kooperkit/kooper/kooper/internal/handling"
 	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
@@ -39,8 +37,10 @@ type Controller struct {
 	cache atomic.Pointer[objectsRef]
 	// retrieve keeps, counts and logs the failed lists and watches.
 	retrieve *retrieveErrors
-	// validity bounds the right to handle (SetValidUntil).
+	// validity bounds the right to handle (SetValidUntil); gate admits
+	// handlings by it (handle.go).
 	validity *deadline.Deadline
+	gate     gate
 }
 
 // New validates cfg, applies its defaults and returns a Controller ready to
@@ -80,6 +80,7 @@ func New(cfg Config, sources ...Source) (*Controller, error) {
 	retrieve := &retrieveErrors{controller: cfg.Name, resource: describe(cfg.Retriever),
 		log: logger, rec: cfg.MetricsRecorder, clock: cfg.clock}
 	c := &Controller{cfg: cfg, sources: slices.Clone(sources), handler: h, log: logger, retrieve: retrieve, validity: deadline.New(cfg.clock)}
+	c.gate = rightToHandle{c.validity}
 	c.source = newCacheSource(cfg, retrieve.handler())
 	if err := c.bindSources(); err != nil { // owned.go
 		return nil, err
@@ -195,16 +196,35 @@ func (c *Controller) RunWarm(ctx context.Context, leading <-chan struct{}) error
 	return c.run(ctx, leading)
 }
 
-// run is Run, with workers held until leading is closed (nil: at once).
+// run is Run, with workers held until leading is closed (nil: at once):
+// the one loop of a controller, in four stages, each below.
 func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	if !c.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
 	c.log.Info("controller starting", "workers", c.cfg.ConcurrentWorkers, "warm", leading != nil)
+	r, err := c.open(ctx, leading)
+	if err != nil {
+		return err
+	}
+	workers := newGoroutines()
+	synced := make(chan struct{})
+	workers.Go(func() { c.start(ctx, r, leading, synced, workers) })
+	c.serve(ctx, r, synced)
+	return c.drain(r, workers)
+}
 
-	// 1. The queue, then the caches of the sources (owned.go) and the
-	// cache, whose events queue keys from now on (a warm standby's from the
-	// moment it leads).
+// running is what one Run has open.
+type running struct {
+	queue   *workQueue
+	cache   *openCache
+	sources openSources
+}
+
+// open (stage 1) creates the queue, then opens the caches of the sources
+// (owned.go) and the cache, whose events queue keys from now on (a warm
+// standby's from the moment it leads).
+func (c *Controller) open(ctx context.Context, leading <-chan struct{}) (*running, error) {
 	queue := c.newQueue()
 	if leading == nil {
 		c.queue.Store(queue)
@@ -212,62 +232,66 @@ func (c *Controller) run(ctx context.Context, leading <-chan struct{}) error {
 	sources, err := c.openSources(ctx)
 	if err != nil {
 		queue.ShutDown()
-		return err
+		return nil, err
 	}
 	src, err := c.source.open(ctx, c.events(), cache.HandlerOptions{ResyncPeriod: &c.cfg.ResyncInterval})
 	if err != nil {
 		queue.ShutDown()
 		sources.close()
-		return err
+		return nil, err
 	}
 	sources.route(src) // a source's events queue the keys of src's objects
+	return &running{queue: queue, cache: src, sources: sources}, nil
+}
 
-	// 2. The workers start once this replica leads (at once outside leader
-	// election), and once the cache is filled (every listed object is then
-	// queued) and the sources' caches are.
-	workers := newGoroutines()
-	synced := make(chan struct{})
-	workers.Go(func() {
-		if !closedBefore(ctx, leading) {
-			return
-		}
-		if leading != nil {
-			// Taking over: events queue keys from now on, and every object
-			// cached so far is queued once (a key queued twice waits once).
-			c.queue.Store(queue)
-			for _, key := range src.keys() {
-				c.add(key, sourceInitial)
-			}
-			c.log.Info("controller handling")
-		}
-		if !closedBefore(ctx, synced) {
-			return
-		}
-		if !sources.waitSynced(ctx) {
-			return
-		}
-		for i := range c.cfg.ConcurrentWorkers {
-			workers.Go(func() { c.worker(ctx, i, src, queue) })
-		}
-	})
-	if src.waitSynced(ctx) && sources.waitSynced(ctx) {
-		c.cache.Store(&objectsRef{src})
-		c.synced.Store(true)
-		close(synced)
-		c.log.Info("controller cache synced")
-		<-ctx.Done()
-		c.cache.Store(nil)
-		c.log.Info("controller stopping")
-	} else {
-		c.log.Info("controller stopping before its cache synced")
+// start (stage 2) starts the workers once this replica leads (at once
+// outside leader election), once the cache is filled (every listed object
+// is then queued: synced is closed) and once the sources' caches are.
+func (c *Controller) start(ctx context.Context, r *running, leading, synced <-chan struct{}, workers *goroutines) {
+	if !closedBefore(ctx, leading) {
+		return
 	}
+	if leading != nil {
+		// Taking over: events queue keys from now on, and every object
+		// cached so far is queued once (a key queued twice waits once).
+		c.queue.Store(r.queue)
+		for _, key := range r.cache.keys() {
+			c.add(key, sourceInitial)
+		}
+		c.log.Info("controller handling")
+	}
+	if !closedBefore(ctx, synced) || !r.sources.waitSynced(ctx) {
+		return
+	}
+	for i := range c.cfg.ConcurrentWorkers {
+		workers.Go(func() { c.worker(ctx, i, r.cache, r.queue) })
+	}
+}
 
-	// 3. Drain: workers finish their current key, then exit.
-	queue.ShutDown()
+// serve (stage 3) waits for the caches to sync, then serves List, Get and
+// HasSynced from them until ctx is done.
+func (c *Controller) serve(ctx context.Context, r *running, synced chan<- struct{}) {
+	if !r.cache.waitSynced(ctx) || !r.sources.waitSynced(ctx) {
+		c.log.Info("controller stopping before its cache synced")
+		return
+	}
+	c.cache.Store(&objectsRef{r.cache})
+	c.synced.Store(true)
+	close(synced)
+	c.log.Info("controller cache synced")
+	<-ctx.Done()
+	c.cache.Store(nil)
+	c.log.Info("controller stopping")
+}
+
+// drain (stage 4) shuts the queue down: the workers finish their current
+// key, then exit, within ShutdownTimeout; then the caches close.
+func (c *Controller) drain(r *running, workers *goroutines) error {
+	r.queue.ShutDown()
 	defer c.validity.Stop()
-	err = workers.wait(c.cfg.clock, c.cfg.ShutdownTimeout)
-	src.close()
-	sources.close()
+	err := workers.wait(c.cfg.clock, c.cfg.ShutdownTimeout)
+	r.cache.close()
+	r.sources.close()
 	if err != nil {
 		c.log.Error("controller stopped with handlers still running", logkey.Err, err)
 		return err
@@ -389,116 +413,6 @@ func (c *Controller) worker(ctx context.Context, id int, src objects, queue *wor
 			c.process(ctx, logger, key, src, queue)
 		}
 		queue.Done(key)
-	}
-}
-
-// retryLater queues key again in a second, without backoff: its handling
-// waits for the right to handle (SetValidUntil).
-func (c *Controller) retryLater(queue *workQueue, key string) {
-	queue.Forget(key)
-	queue.AddAfter(key, time.Second)
-}
-
-// process handles one key: fetch the latest state, copy it, call the
-// handler, and decide what happens to the key next.
-func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src objects, queue *workQueue) {
-	item, exists, err := src.get(key)
-	if err != nil || !exists {
-		// Deleted since it was queued: nothing to handle.
-		queue.Forget(key)
-		return
-	}
-	if c.validity.Limited() {
-		// Under leader election: only while the Lease was renewed recently
-		// enough, and cancelled once it was not.
-		vctx, end, ok := c.validity.Begin(ctx)
-		if !ok {
-			c.retryLater(queue, key)
-			return
-		}
-		defer func() {
-			if end() {
-				// Cancelled by the expiry, not by a stop: handled again if
-				// the right comes back, by the next leader otherwise.
-				c.retryLater(queue, key)
-			}
-		}()
-		ctx = vctx
-	}
-	// Never hand out the cached object: it is shared with every later
-	// handling and with the informer.
-	obj := item.(runtime.Object).DeepCopyObject()
-
-	hctx, release := handlingContext(ctx, c.cfg.clock, c.cfg.ProcessingTimeout,
-		handling.Info{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1})
-	err = c.handler.Handle(hctx, obj)
-	release()
-
-	if err == nil {
-		queue.Forget(key) // success resets the backoff
-		return
-	}
-	if delay, requeue := requeueAfter(err); requeue {
-		queue.Forget(key) // a requested requeue is a success too
-		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, sourceRequeue)
-		queue.AddAfter(key, delay)
-		return
-	}
-	attempt := queue.NumRequeues(key) + 1
-	switch {
-	case ctx.Err() != nil:
-		// Stopping: the error is most likely the cancellation itself.
-		queue.Forget(key)
-	case IsTerminal(err):
-		queue.Forget(key)
-		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, dropTerminal)
-		logger.Error("handling failed, not retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
-	case attempt <= c.cfg.MaxRetries:
-		c.cfg.MetricsRecorder.IncRetry(c.cfg.Name)
-		c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, sourceRetry)
-		logger.Warn("handling failed, retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
-		queue.AddRateLimited(key)
-	default:
-		queue.Forget(key)
-		c.cfg.MetricsRecorder.IncDropped(c.cfg.Name, dropMaxRetries)
-		logger.Error("handling failed, retries exhausted", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
-	}
-}
-
-// measure records the duration (on clk) and outcome of every handling.
-func measure(rec MetricsRecorder, name string, clk clock.PassiveClock) Middleware {
-	if _, noop := rec.(noopRecorder); noop {
-		return func(next Handler) Handler { return next }
-	}
-	return func(next Handler) Handler {
-		return HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
-			start := clk.Now()
-			err := next.Handle(ctx, obj)
-			success := err == nil
-			if !success {
-				_, success = requeueAfter(err)
-			}
-			rec.ObserveHandling(name, success, clk.Since(start))
-			return err
-		})
-	}
-}
-
-// recoverPanics turns a handler panic into an error, so one bad object cannot
-// crash the process; the loop then retries it like any failure.
-func recoverPanics(rec MetricsRecorder, name string, logger log.Logger) Middleware {
-	return func(next Handler) Handler {
-		return HandlerFunc(func(ctx context.Context, obj runtime.Object) (err error) {
-			defer func() {
-				if r := recover(); r != nil {
-					key, _ := cache.MetaNamespaceKeyFunc(obj)
-					rec.IncPanic(name)
-					logger.Error("handler panicked", logkey.Object, key, "panic", r, "stack", string(debug.Stack()))
-					err = fmt.Errorf("handler panicked: %v", r)
-				}
-			}()
-			return next.Handle(ctx, obj)
-		})
 	}
 }
 

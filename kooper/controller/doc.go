@@ -95,6 +95,16 @@
 // active replicas instead, each handling a share of the objects, through a
 // Handler middleware and a Retriever decorator of its own.
 //
+// # Reading the code: one event, five files
+//
+// An object's change reaches the handler through source.go (the informer
+// over the Retriever, and the event handler that queues the object's key),
+// controller.go (Run's one loop: open, start, serve, drain; the workers),
+// queue.go (fresh changes first, retry backoff), handle.go (one key's
+// handling: fetch, admit, call, settle) and handler.go (Handler, Chain, and
+// the errors a handler returns). owned.go adds the sources' caches, whose
+// events queue their owners' keys the same way.
+//
 // # Typed handlers
 //
 // [Typed] turns a function of a concrete type such as *corev1.Pod into a

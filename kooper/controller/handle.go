@@ -1,0 +1,216 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"github.com/kooperkit/kooper/kooper/internal/deadline"
+	"github.com/kooperkit/kooper/kooper/internal/handling"
+	"github.com/kooperkit/kooper/kooper/internal/logkey"
+	"github.com/kooperkit/kooper/kooper/log"
+)
+
+// How one key is handled, once a worker has taken it from the queue: four
+// small stages, run in this order by process, the one place that strings
+// them together.
+//
+//  1. fetch: the object's latest state, from the cache. A key whose object
+//     is gone is dropped: nothing is left to handle.
+//  2. admit: the gate a handling must pass before it starts (the right to
+//     handle that SetValidUntil bounds). A key refused is queued again a
+//     second later; a handling the gate cancels, too.
+//  3. call: the handler (Config.Handler inside the controller's own
+//     middlewares, New), on the object's own deep copy, in a context
+//     bounded by ProcessingTimeout and describing the handling.
+//  4. settle: what the handler's answer means for the key: forgotten,
+//     queued again after a requested delay, retried with backoff, or
+//     dropped.
+//
+// The workqueue never gives a key to a worker while another holds it, so
+// one object is never in two of these at once.
+func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src objects, queue *workQueue) {
+	obj, ok := c.fetch(key, src, queue)
+	if !ok {
+		return
+	}
+	ctx, cancelled, ok := c.gate.admit(ctx)
+	if !ok {
+		c.retryLater(queue, key)
+		return
+	}
+	err := c.call(ctx, key, obj, queue)
+	c.settle(ctx, logger, key, err, queue)
+	if cancelled() {
+		// By the gate, not by a stop: handled again if the right comes
+		// back, by the next leader otherwise.
+		c.retryLater(queue, key)
+	}
+}
+
+// fetch returns the cached object of key, or false (and forgets the key)
+// when the cache no longer holds it: deleted since it was queued.
+func (c *Controller) fetch(key string, src objects, queue *workQueue) (runtime.Object, bool) {
+	item, exists, err := src.get(key)
+	if err != nil || !exists {
+		queue.Forget(key)
+		return nil, false
+	}
+	return item.(runtime.Object), true
+}
+
+// call runs the handler on its own copy of obj: the cached object is
+// shared with every later handling and with the informer.
+func (c *Controller) call(ctx context.Context, key string, obj runtime.Object, queue *workQueue) error {
+	hctx, release := handlingContext(ctx, c.cfg.clock, c.cfg.ProcessingTimeout,
+		handling.Info{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1})
+	defer release()
+	return c.handler.Handle(hctx, obj.DeepCopyObject())
+}
+
+// settle decides what happens to key after its handling returned err.
+func (c *Controller) settle(ctx context.Context, logger log.Logger, key string, err error, queue *workQueue) {
+	rec, name := c.cfg.MetricsRecorder, c.cfg.Name
+	if err == nil {
+		queue.Forget(key) // success resets the backoff
+		return
+	}
+	if delay, requeue := requeueAfter(err); requeue {
+		queue.Forget(key) // a requested requeue is a success too
+		rec.IncQueuedEvent(name, sourceRequeue)
+		queue.AddAfter(key, delay)
+		return
+	}
+	attempt := queue.NumRequeues(key) + 1
+	switch {
+	case ctx.Err() != nil:
+		// Stopping, or cancelled by the gate: the error is most likely the
+		// cancellation itself.
+		queue.Forget(key)
+	case IsTerminal(err):
+		queue.Forget(key)
+		rec.IncDropped(name, dropTerminal)
+		logger.Error("handling failed, not retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
+	case attempt <= c.cfg.MaxRetries:
+		rec.IncRetry(name)
+		rec.IncQueuedEvent(name, sourceRetry)
+		logger.Warn("handling failed, retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
+		queue.AddRateLimited(key)
+	default:
+		queue.Forget(key)
+		rec.IncDropped(name, dropMaxRetries)
+		logger.Error("handling failed, retries exhausted", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
+	}
+}
+
+// retryLater queues key again in a second, without backoff: its handling
+// waits for the right to handle.
+func (c *Controller) retryLater(queue *workQueue, key string) {
+	queue.Forget(key)
+	queue.AddAfter(key, time.Second)
+}
+
+// gate is what a handling passes before it starts. admit returns the
+// context the handling runs in and cancelled, to call once it has returned:
+// true if the gate cancelled it. ok is false when the key may not be
+// handled now.
+type gate interface {
+	admit(ctx context.Context) (hctx context.Context, cancelled func() bool, ok bool)
+}
+
+// rightToHandle is the controller's gate: the right to handle that
+// SetValidUntil bounds (kooper/internal/deadline, which package x/sharding's
+// slot gate uses too, with the same meaning).
+type rightToHandle struct{ d *deadline.Deadline }
+
+func (r rightToHandle) admit(ctx context.Context) (context.Context, func() bool, bool) {
+	if !r.d.Limited() {
+		return ctx, func() bool { return false }, true
+	}
+	return r.d.Begin(ctx)
+}
+
+// SetValidUntil sets when this controller's right to handle ends unless it
+// is moved later: from then on no key is taken for handling (each is
+// queued again a second later, for when the right is back or the
+// controller stops), and the handlings running then have their contexts
+// cancelled. leaderelection.Runner sets it, at each renewal of the Lease,
+// to the renewal's start plus RenewDeadline: a leader that was paused
+// (SIGSTOP, a long garbage collection, a frozen VM) or cut off checks,
+// before it takes a key, that it may still lead, instead of handling until
+// its renewal loop runs again. The zero time removes the limit (the
+// default). It is safe to call at any time, from any goroutine.
+func (c *Controller) SetValidUntil(t time.Time) { c.validity.Set(t) }
+
+// handlingContext returns the context of one handling: ctx, carrying info
+// for the library's middlewares (kooper/internal/handling), with a timeout
+// on clk. release frees its timer once the handling is over.
+//
+// On the real clock it is context.WithTimeout's, which Deadline reports to
+// the calls the handler makes. Any other clock (a test's fake) decides
+// when the timeout passes: the context is then cancelled with the cause
+// context.DeadlineExceeded (its Err is context.Canceled), since only the
+// standard library's own timer can make Err say DeadlineExceeded.
+func handlingContext(ctx context.Context, clk clock.WithTickerAndDelayedExecution, timeout time.Duration, info handling.Info) (context.Context, context.CancelFunc) {
+	ctx = handling.With(ctx, info)
+	if realClock(clk) {
+		return context.WithTimeout(ctx, timeout)
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	timer := clk.AfterFunc(timeout, func() { cancel(context.DeadlineExceeded) })
+	return ctx, func() {
+		timer.Stop()
+		cancel(context.Canceled)
+	}
+}
+
+// realClock reports whether clk is the real clock.
+func realClock(clk clock.PassiveClock) bool {
+	switch clk.(type) {
+	case clock.RealClock, *clock.RealClock:
+		return true
+	}
+	return false
+}
+
+// measure records the duration (on clk) and outcome of every handling.
+func measure(rec MetricsRecorder, name string, clk clock.PassiveClock) Middleware {
+	if _, noop := rec.(noopRecorder); noop {
+		return func(next Handler) Handler { return next }
+	}
+	return func(next Handler) Handler {
+		return HandlerFunc(func(ctx context.Context, obj runtime.Object) error {
+			start := clk.Now()
+			err := next.Handle(ctx, obj)
+			success := err == nil
+			if !success {
+				_, success = requeueAfter(err)
+			}
+			rec.ObserveHandling(name, success, clk.Since(start))
+			return err
+		})
+	}
+}
+
+// recoverPanics turns a handler panic into an error, so one bad object cannot
+// crash the process; the loop then retries it like any failure.
+func recoverPanics(rec MetricsRecorder, name string, logger log.Logger) Middleware {
+	return func(next Handler) Handler {
+		return HandlerFunc(func(ctx context.Context, obj runtime.Object) (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					key, _ := cache.MetaNamespaceKeyFunc(obj)
+					rec.IncPanic(name)
+					logger.Error("handler panicked", logkey.Object, key, "panic", r, "stack", string(debug.Stack()))
+					err = fmt.Errorf("handler panicked: %v", r)
+				}
+			}()
+			return next.Handle(ctx, obj)
+		})
+	}
+}
