@@ -193,13 +193,12 @@ const (
 	ReasonReconciled = "Reconciled"
 `)
 	if len(op.Owns) > 0 {
-		f.code(`	// ReasonFailed: an object could not be read or written; see the
-	// message. The operator tries again.
+		f.code(`	// ReasonFailed: a child could not be applied; see the message. The
+	// operator tries again.
 	ReasonFailed = "Failed"
-	// ReasonConflict: an object has the name of one of the $Kind's
-	// children, and the $Kind does not control it: it is never taken over.
-	// Delete it, or rename the $Kind.
-	ReasonConflict = "Conflict"
+	// ReasonNotReady: the children are in place, not all ready yet; see
+	// the message.
+	ReasonNotReady = "NotReady"
 `)
 	}
 	if op.servesNamespaces() {

@@ -18,9 +18,12 @@ var packages = map[string]string{
 	"context": "context", "errors": "errors", "fmt": "fmt", "maps": "maps", "slices": "slices",
 	"strings": "strings", "time": "time", "os": "os", "io": "io", "flag": "flag", "signal": "os/signal",
 	"syscall": "syscall", "testing": "testing", "bytes": "bytes", "http": "net/http", "exec": "os/exec",
-	"filepath": "path/filepath", "reflect": "reflect",
+	"filepath": "path/filepath", "reflect": "reflect", "cmp": "cmp",
 
 	"corev1": "k8s.io/api/core/v1", "appsv1": "k8s.io/api/apps/v1", "rbacv1": "k8s.io/api/rbac/v1",
+	"corev1ac": "k8s.io/client-go/applyconfigurations/core/v1", "appsv1ac": "k8s.io/client-go/applyconfigurations/apps/v1",
+	"rbacv1ac": "k8s.io/client-go/applyconfigurations/rbac/v1", "metav1ac": "k8s.io/client-go/applyconfigurations/meta/v1",
+	"meta": "k8s.io/apimachinery/pkg/api/meta", "types": "k8s.io/apimachinery/pkg/types",
 	"authorizationv1": "k8s.io/api/authorization/v1",
 	"metav1":          "k8s.io/apimachinery/pkg/apis/meta/v1", "apierrors": "k8s.io/apimachinery/pkg/api/errors",
 	"equality": "k8s.io/apimachinery/pkg/api/equality", "resource": "k8s.io/apimachinery/pkg/api/resource",
@@ -63,9 +66,10 @@ type goFile struct {
 
 func newGoFile(op operator, pkg string) *goFile {
 	return &goFile{op: op, pkg: pkg, local: map[string]string{
-		op.alias(): op.apiPkg(),
-		"handler":  op.opPkg() + "/internal/handler",
-		"operator": op.opPkg() + "/internal/operator",
+		op.alias():   op.apiPkg(),
+		op.acAlias(): op.acPkg(),
+		"handler":    op.opPkg() + "/internal/handler",
+		"operator":   op.opPkg() + "/internal/operator",
 	}}
 }
 
@@ -235,6 +239,7 @@ func (o operator) names() []string {
 		"$Name", o.Name,
 		"$Short", o.Short,
 		"$Alias", o.alias(),
+		"$ACAlias", o.acAlias(),
 		"$APIPkg", o.apiPkg(),
 		"$OpPkg", o.opPkg(),
 		"$Scope", o.scope(),

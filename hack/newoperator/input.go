@@ -56,7 +56,7 @@ var (
 // code-generator declare in the API package or the generated clients.
 var reservedKinds = []string{
 	"Kind", "Resource", "GroupName", "SchemeGroupVersion", "SchemeBuilder", "AddToScheme",
-	"ConditionReady", "ReasonReconciled", "ReasonFailed", "ReasonConflict", "Interface",
+	"ConditionReady", "ReasonReconciled", "ReasonFailed", "ReasonNotReady", "ReasonNotServed", "Interface",
 }
 
 // validate checks in against the rules of Kubernetes, Go and repo, and
@@ -217,6 +217,16 @@ func (o operator) alias() string { return o.Short + "v1alpha1" }
 // apiPkg is the API package's import path.
 func (o operator) apiPkg() string { return path.Join(o.Module, "apis", o.Short, "v1alpha1") }
 
+// acAlias is the import alias of the API group's generated apply
+// configurations, e.g. webappsac.
+func (o operator) acAlias() string { return o.Short + "ac" }
+
+// acPkg is the import path of the API group's generated apply
+// configurations.
+func (o operator) acPkg() string {
+	return path.Join(o.Module, "apis", "client", "applyconfiguration", o.Short, "v1alpha1")
+}
+
 // opPkg is the operator's import path.
 func (o operator) opPkg() string { return path.Join(o.Module, "operators", o.Name) }
 
@@ -258,7 +268,7 @@ func (o operator) v() string {
 	name := string(initials)
 	_, pkg := packages[name]
 	reserved := token.IsKeyword(name) || types.Universe.Lookup(name) != nil || pkg || slices.Contains(generatedIdents, name) ||
-		slices.Contains([]string{o.alias(), "v1alpha1", "handler", "operator", "main", "integration"}, name)
+		slices.Contains([]string{o.alias(), o.acAlias(), "v1alpha1", "handler", "operator", "main", "integration"}, name)
 	if reserved {
 		return "cr"
 	}
@@ -280,6 +290,8 @@ var generatedIdents = []string{
 	"refs", "refused", "registry", "res", "resp", "resync", "run", "runner", "s", "scheme", "secret",
 	"sel", "served", "service", "set", "sources", "srv", "st", "stderr", "stdout", "stop", "stored", "t", "tests", "theirs", "touched", "handlings", "spans", "tp",
 	"tpl", "traced", "tt", "typed", "user", "v", "version", "want", "was", "what", "writer", "lease", "reviews",
+	"ac", "adopt", "after", "again", "applied", "apply", "available", "cached", "conds", "deployments", "first", "flat",
+	"g", "get", "patch", "r", "rules", "selected", "versions",
 }
 
 // dirs are the directories the generator creates, relative to the root,

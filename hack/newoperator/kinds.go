@@ -11,8 +11,10 @@ type ownedKind struct {
 	// Resource is its plural resource, as RBAC and the metadata client name
 	// it.
 	Resource string
-	// Import and Alias are its Go types' package and import alias.
-	Import, Alias string
+	// Import and Alias are its Go types' package and import alias; AC is
+	// the import alias of its apply configurations (client-go's
+	// applyconfigurations).
+	Import, Alias, AC string
 	// Client is its typed client in kubernetes.Interface, to be called with
 	// a namespace.
 	Client string
@@ -21,23 +23,23 @@ type ownedKind struct {
 	minimal string
 }
 
-// knownKinds are the kinds -owns accepts, in the order the handler writes
+// knownKinds are the kinds -owns accepts, in the order the handler applies
 // them: a Deployment's ServiceAccount exists before its pods, a Role before
 // the RoleBinding that binds it.
 var knownKinds = []ownedKind{
-	{Kind: "ConfigMap", Version: "v1", Resource: "configmaps", Import: "k8s.io/api/core/v1", Alias: "corev1", Client: "CoreV1().ConfigMaps",
+	{Kind: "ConfigMap", Version: "v1", Resource: "configmaps", Import: "k8s.io/api/core/v1", Alias: "corev1", AC: "corev1ac", Client: "CoreV1().ConfigMaps",
 		minimal: `&corev1.ConfigMap{ObjectMeta: meta}`},
-	{Kind: "Secret", Version: "v1", Resource: "secrets", Import: "k8s.io/api/core/v1", Alias: "corev1", Client: "CoreV1().Secrets",
+	{Kind: "Secret", Version: "v1", Resource: "secrets", Import: "k8s.io/api/core/v1", Alias: "corev1", AC: "corev1ac", Client: "CoreV1().Secrets",
 		minimal: `&corev1.Secret{ObjectMeta: meta}`},
-	{Kind: "ServiceAccount", Version: "v1", Resource: "serviceaccounts", Import: "k8s.io/api/core/v1", Alias: "corev1", Client: "CoreV1().ServiceAccounts",
+	{Kind: "ServiceAccount", Version: "v1", Resource: "serviceaccounts", Import: "k8s.io/api/core/v1", Alias: "corev1", AC: "corev1ac", Client: "CoreV1().ServiceAccounts",
 		minimal: `&corev1.ServiceAccount{ObjectMeta: meta}`},
-	{Kind: "Role", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles", Import: "k8s.io/api/rbac/v1", Alias: "rbacv1", Client: "RbacV1().Roles",
+	{Kind: "Role", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "roles", Import: "k8s.io/api/rbac/v1", Alias: "rbacv1", AC: "rbacv1ac", Client: "RbacV1().Roles",
 		minimal: `&rbacv1.Role{ObjectMeta: meta}`},
-	{Kind: "RoleBinding", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings", Import: "k8s.io/api/rbac/v1", Alias: "rbacv1", Client: "RbacV1().RoleBindings",
+	{Kind: "RoleBinding", Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings", Import: "k8s.io/api/rbac/v1", Alias: "rbacv1", AC: "rbacv1ac", Client: "RbacV1().RoleBindings",
 		minimal: `&rbacv1.RoleBinding{ObjectMeta: meta, RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: meta.Name}}`},
-	{Kind: "Service", Version: "v1", Resource: "services", Import: "k8s.io/api/core/v1", Alias: "corev1", Client: "CoreV1().Services",
+	{Kind: "Service", Version: "v1", Resource: "services", Import: "k8s.io/api/core/v1", Alias: "corev1", AC: "corev1ac", Client: "CoreV1().Services",
 		minimal: `&corev1.Service{ObjectMeta: meta, Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}`},
-	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Import: "k8s.io/api/apps/v1", Alias: "appsv1", Client: "AppsV1().Deployments",
+	{Kind: "Deployment", Group: "apps", Version: "v1", Resource: "deployments", Import: "k8s.io/api/apps/v1", Alias: "appsv1", AC: "appsv1ac", Client: "AppsV1().Deployments",
 		minimal: `&appsv1.Deployment{ObjectMeta: meta, Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
 			Template: corev1.PodTemplateSpec{
@@ -79,9 +81,6 @@ func knownNames(kinds []ownedKind) []string {
 
 // goType is the kind's Go type, e.g. *corev1.ConfigMap.
 func (k ownedKind) goType() string { return "*" + k.Alias + "." + k.Kind }
-
-// method names the handler's method writing the kind: configMap.
-func (k ownedKind) method() string { return strings.ToLower(k.Kind[:1]) + k.Kind[1:] }
 
 // groupVersion is how the kind's GroupVersion is named in Go.
 func (k ownedKind) groupVersion() string { return k.Alias + ".SchemeGroupVersion" }

@@ -15,21 +15,31 @@
 //	                                       example.yaml (make run applies it)
 //	manifests/rbac/<name>/                 the operator's own namespace
 //	                                       kooper-<name>, least-privilege RBAC (a
-//	                                       test compares it); with -owns, an
-//	                                       admission policy keeping its writes to
-//	                                       the objects its kind controls, and for
-//	                                       a cluster-scoped kind the namespace
+//	                                       test compares it); with -owns,
+//	                                       children.yaml: the Role on the owned
+//	                                       kinds and the admission policies
+//	                                       keeping its writes to the objects its
+//	                                       kind controls, and for a
+//	                                       cluster-scoped kind the namespace
 //	                                       those are made in, kooper-<name>-children
 //	manifests/<name>/                      the kustomization make deploy applies
 //
 // then runs make generate, which adds the deep-copy functions, the typed
-// clientset, listers, informers and the CRD (manifests/crds/<group's first
-// label>/). The new operator builds, and its unit and integration tests
-// pass, as it comes: its handler creates and updates each object the kind
-// owns (-owns) with a controller owner reference, and writes the Ready
-// condition and observedGeneration; each owned kind is a source of the
-// custom resource's controller (controller.Owns, given to controller.New),
-// whose changes and deletions queue the owner.
+// clientset, apply configurations, listers, informers and the CRD
+// (manifests/crds/<group's first label>/). The new operator builds, and its
+// unit and integration tests pass, as it comes. Its handler writes each
+// kind the custom resource owns (-owns) with server-side apply, with a
+// controller owner reference, and applies the Ready condition and
+// observedGeneration; each owned kind is a source of the custom resource's
+// controller (controller.Owns, given to controller.New), whose changes and
+// deletions queue the owner and whose cache the handler reads: with
+// -owns Deployment, the custom resource is Ready once its Deployment is.
+// Adding a field and a child edits three files, as the README says: the
+// types, the handler's children.go and manifests/rbac/<name>/children.yaml;
+// the tests check every resource the handler owns alike. The integration
+// tests run on a control plane with kube-controller-manager
+// and a kwok node: the Deployment's pods become ready, and the garbage
+// collector deletes the children.
 //
 // Everything is checked before anything is written: a name, group or kind
 // that would not be valid, an owned kind it does not know, or a directory,

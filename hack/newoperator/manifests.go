@@ -52,13 +52,16 @@ func rbacFiles(op operator) map[string]string {
 		for _, line := range strings.Split(r.comment, "\n") {
 			comment += "# " + line + "\n"
 		}
-		files[r.file] = comment + yamlMeta("rbac.authorization.k8s.io/v1", r.kind, r.name, r.namespace) + yamlRules(r.rules)
-		files[r.bindingFile()] = yamlMeta("rbac.authorization.k8s.io/v1", r.kind+"Binding", r.name, r.namespace) + binding(r.kind, r.name)
-		entry := r.file
-		if r.why != "" {
-			entry += " # " + r.why
+		files[r.file] = comment + yamlMeta("rbac.authorization.k8s.io/v1", r.kind, r.name, r.namespace) + yamlRules(r.rules) +
+			"---\n" + yamlMeta("rbac.authorization.k8s.io/v1", r.kind+"Binding", r.name, r.namespace) + binding(r.kind, r.name)
+		if r.file == "children.yaml" {
+			files[r.file] += "---\n" + childrenPolicy(op)
 		}
-		resources = append(resources, entry, r.bindingFile())
+		entry := r.file + " # with its binding"
+		if r.why != "" {
+			entry = r.file + " # " + r.why
+		}
+		resources = append(resources, entry)
 	}
 	files["auth_delegator_binding.yaml"] = `# With -metrics-secure-addr, the operator serves /metrics only to clients
 # the API server vouches for: it sends each bearer token in a TokenReview
@@ -93,10 +96,6 @@ subjects:
 		"auth_delegator_binding.yaml # TokenReviews, SubjectAccessReviews: who may read /metrics",
 		"metrics_reader_role.yaml # get /metrics, for Prometheus",
 		"metrics_reader_role_binding.yaml # Prometheus's ServiceAccount: adjust to yours")
-	if len(op.Owns) > 0 {
-		files["children_policy.yaml"] = childrenPolicy(op)
-		resources = append(resources, "children_policy.yaml # writes only objects a $Kind controls")
-	}
 	files["kustomization.yaml"] = `# The $Name operator's namespace, ServiceAccount, roles and bindings` + policyNote(op) + `.
 # Included by manifests/$Name (kubectl apply -k manifests/$Name installs
 # everything); apply alone with kubectl apply -k manifests/rbac/$Name.
@@ -122,7 +121,7 @@ func policyNote(op operator) string {
 	return ", and the admission policy that narrows what RBAC cannot (Kubernetes 1.30+)"
 }
 
-// childrenPolicy is children_policy.yaml: the ValidatingAdmissionPolicies
+// childrenPolicy is the end of children.yaml: the ValidatingAdmissionPolicies
 // that keep the operator's ServiceAccount to the objects its custom
 // resources control. One policy checks what every owned kind has (metadata);
 // one per kind with more to check (a Secret's type, a Deployment's pods, a
@@ -140,10 +139,10 @@ func childrenPolicy(op operator) string {
 	if op.Cluster {
 		where = "in " + op.childNamespace()
 	}
-	out := `# RBAC lets the $Name operator create and update ` + andList(names) + `
+	out := `# RBAC lets the $Name operator create and patch ` + andList(names) + `
 # ` + where + `, whoever made them: it cannot say which objects. These
 # policies do, for the operator's ServiceAccount only: it may create and
-# update only objects a $Kind controls (a controller owner reference, set at
+# change only objects a $Kind controls (a controller owner reference, set at
 # creation and never changed), set no finalizer, and write nothing in the
 # cluster's system namespaces or in its own, $Namespace; the policies after
 # the first check what else a kind could give away. A stolen token can then
@@ -485,52 +484,5 @@ spec:
     matchLabels:
       app.kubernetes.io/name: $Name
 `
-	files["README.md"] = `# Deploying the $Name operator
-
-` + "```sh" + `
-kubectl apply -k manifests/$Name
-# or, with your image:
-make deploy OPERATOR=$Name IMG=registry.example/$Name:v0.1.0
-` + "```" + `
-
-installs the $Kind CRD (and no other), ` + installsNamespaces(op) + `, the
-operator's RBAC` + installsPolicy(op) + ` ([` + "`manifests/rbac/$Name`" + `](../rbac/$Name/kustomization.yaml)) and the
-files below. Images, ` + "`IMG`" + ` and undeploy are described in
-[` + "`manifests/README.md`" + `](../README.md).
-
-| file | what |
-|---|---|
-| ` + "`kustomization.yaml`" + ` | the list, and the image: ` + "`kooper/$Name`" + ` becomes ` + "`ghcr.io/kooperkit/$Name:latest`" + ` |
-| ` + "`deployment.yaml`" + ` | 2 replicas with leader election (Lease ` + "`$Namespace/$Name`" + `): one acts, the other is ready to take over. Non-root, read-only root filesystem, no capabilities, no privilege escalation, RuntimeDefault seccomp; CPU and memory requests, a memory limit but no CPU limit. ` + "`/healthz`, `/readyz`" + ` on port ` + "`http`" + ` (8080), ` + "`/metrics`" + ` over HTTPS on port ` + "`https-metrics`" + ` (8443, ` + "`-metrics-secure-addr`" + `), for authorized clients only. |
-| ` + "`metrics_service.yaml`" + ` | ` + "`$Name-metrics`" + `: port ` + "`https-metrics`" + ` to every replica's ` + "`/metrics`" + `, for a ServiceMonitor selecting ` + "`app.kubernetes.io/component: metrics`" + ` that scrapes with a bearer token ([` + "`manifests/README.md`" + `](../README.md)). |
-| ` + "`network_policy.yaml`" + ` | ingress to the replicas: port ` + "`https-metrics`" + ` from Prometheus in namespace ` + "`monitoring`" + ` only. |
-| ` + "`pdb.yaml`" + ` | at most one replica down at a time in a drain or an upgrade. |
-
-Who may read ` + "`/metrics`" + `: the ServiceAccount ` + "`prometheus`" + ` in ` + "`monitoring`" + `, bound to the
-ClusterRole ` + "`kooper-$Name-metrics-reader`" + ` by
-[` + "`metrics_reader_role_binding.yaml`" + `](../rbac/$Name/metrics_reader_role_binding.yaml): point it
-at your Prometheus's ServiceAccount. The operator asks the API server about each token, as
-its ServiceAccount bound to ` + "`system:auth-delegator`" + `.
-
-` + "`operators/$Name/integration/rbac_test.go`" + ` checks the RBAC and that the API
-server accepts these manifests; ` + "`metrics_test.go`" + ` that only Prometheus's
-token reads the metrics.
-`
 	return files
-}
-
-// installsNamespaces says which namespaces make deploy installs.
-func installsNamespaces(op operator) string {
-	if op.Cluster && len(op.Owns) > 0 {
-		return "the namespaces `$Namespace` and `" + op.childNamespace() + "` (where the objects $Plural own are made)"
-	}
-	return "the namespace `$Namespace`"
-}
-
-// installsPolicy names the admission policy make deploy installs, if any.
-func installsPolicy(op operator) string {
-	if len(op.Owns) == 0 {
-		return ""
-	}
-	return " and the admission policy that keeps its writes to the objects its $Plural control (Kubernetes 1.30+)"
 }

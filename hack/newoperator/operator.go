@@ -23,14 +23,12 @@ tests call Run the same way against a local control plane.`
 	if len(op.Owns) > 0 {
 		f.doc += `
 
-The domain logic runs in the $Kind controller's workers: one worker per
+The domain logic runs in the $Kind controller's workers, one worker per
 $Kind at a time. Each owned kind is a source of that controller
-(controller.Owns, given to controller.New): a cache of its own, with no queue
-or workers, whose changes and deletions queue the child's $Kind in the
-controller's one queue, with no API call, so that a child edited or deleted
-by hand is made right again. The sources list and watch only the metadata
-of the objects labelled as managed by this operator, ` + sourcesWhere(op) + `, and never resync (the $Kind controller does). The $Kind controller starts
-handling once every source has synced.`
+(handler.Sources, given to controller.New): a cache of the objects labelled
+as the operator's, ` + sourcesWhere(op) + `, with no queue or workers of its own, whose changes and deletions queue
+the child's $Kind. The controller starts handling once every source has
+synced.`
 	}
 
 	f.code(`// Defaults, shared with cmd/ and the manifests in manifests/$Name.
@@ -61,7 +59,7 @@ type Config struct {
 	if op.Cluster && len(op.Owns) > 0 {
 		f.code(`	// ChildNamespace holds the children of every $Kind; the operator's
 	// RBAC lets it write them there only
-	// (manifests/rbac/$Name/children_role.yaml). Default
+	// (manifests/rbac/$Name/children.yaml). Default
 	// DefaultChildNamespace.
 	ChildNamespace string
 `)
@@ -69,7 +67,7 @@ type Config struct {
 	if op.servesNamespaces() {
 		f.code(`	// ServedNamespaces are the namespaces whose $Plural get children:
 	// the operator reads and writes children there only, with a Role in
-	// each (manifests/rbac/$Name/children_role.yaml). Default
+	// each (manifests/rbac/$Name/children.yaml). Default
 	// DefaultServedNamespaces.
 	ServedNamespaces []string
 `)
@@ -215,45 +213,16 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 `)
 	sourcesArg := "" // the primary controller's sources, if any (controller.New)
-	if len(op.Owns) > 0 {
-		f.code(`
-	// The sources read only names, owners and labels: they cache metadata
-	// only, a fraction of each object.
-	md, err := metadata.NewForConfig(obs.REST)
-	if err != nil {
-		return fmt.Errorf("could not create the metadata client: %w", err)
-	}
-	// The kinds a $Kind owns.
-	children := []schema.GroupVersionResource{
+	if len(op.Owns) > 0 && op.Cluster {
+		f.code(`	sources := h.Sources(cfg.ChildNamespace) // the operator may list children there only
 `)
-		for _, k := range op.Owns {
-			f.printf("\t\t%s.WithResource(%q),\n", k.groupVersion(), k.Resource)
-		}
-		f.code("\t}\n")
-		if op.Cluster {
-			f.code(`	// Every owned kind is a source of the $Kind controller: a cache whose
-	// changes and deletions queue the child's $Kind (its controller owner
-	// reference names it) in the controller's one queue. One source per
-	// kind, in the children's namespace: the operator may list them there
-	// only.
-	sources := make([]controller.Source, 0, len(children))
-	for _, child := range children {
-		sources = append(sources, controller.Owns[*metav1.PartialObjectMetadata](managed(md, child, cfg.ChildNamespace)))
-	}
-`)
-		} else {
-			f.code(`	// Every owned kind is a source of the $Kind controller: a cache whose
-	// changes and deletions queue the child's $Kind (its controller owner
-	// reference names it) in the controller's one queue. One source per
-	// kind and served namespace: the operator may list children there only.
-	sources := make([]controller.Source, 0, len(children)*len(cfg.ServedNamespaces))
+		sourcesArg = ", sources..."
+	} else if len(op.Owns) > 0 {
+		f.code(`	var sources []controller.Source // in each served namespace: the operator may list children there only
 	for _, ns := range cfg.ServedNamespaces {
-		for _, child := range children {
-			sources = append(sources, controller.Owns[*metav1.PartialObjectMetadata](managed(md, child, ns)))
-		}
+		sources = append(sources, h.Sources(ns)...)
 	}
 `)
-		}
 		sourcesArg = ", sources..."
 	}
 	f.code(`
@@ -317,26 +286,6 @@ func Run(ctx context.Context, cfg Config) error {
 	f.code(`	return runner.Run(ctx)
 }
 `)
-	if len(op.Owns) > 0 {
-		f.code(`
-// managed returns a retriever of the metadata of resource's objects in
-// namespace ("" for every namespace) labelled as managed by this operator,
-// and only those.
-func managed(md metadata.Interface, resource schema.GroupVersionResource, namespace string) controller.Retriever {
-	sel := handler.ManagedByLabel + "=" + handler.ManagedBy
-	res := md.Resource(resource).Namespace(namespace)
-	return controller.NewRetriever(
-		func(ctx context.Context, opts metav1.ListOptions) (*metav1.PartialObjectMetadataList, error) {
-			opts.LabelSelector = sel
-			return res.List(ctx, opts)
-		},
-		func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-			opts.LabelSelector = sel
-			return res.Watch(ctx, opts)
-		})
-}
-`)
-	}
 	return f
 }
 
@@ -344,9 +293,9 @@ func managed(md metadata.Interface, resource schema.GroupVersionResource, namesp
 // doc.
 func sourcesWhere(op operator) string {
 	if op.Cluster {
-		return "one source per kind, in the children's namespace (the operator may list them there only)"
+		return "one per kind, in the\nchildren's namespace (the operator may list them there only)"
 	}
-	return "one source per kind and served namespace (the operator may list children there only)"
+	return "one per kind and\nserved namespace (the operator may list children there only)"
 }
 
 // childDefault declares DefaultChildNamespace, for a cluster-scoped kind
@@ -354,7 +303,7 @@ func sourcesWhere(op operator) string {
 func childDefault(op operator) string {
 	if op.servesNamespaces() {
 		return `	// DefaultServedNamespaces is the namespace whose $Plural get children
-	// unless told otherwise (manifests/rbac/$Name/children_role.yaml gives
+	// unless told otherwise (manifests/rbac/$Name/children.yaml gives
 	// the operator a Role there).
 	DefaultServedNamespaces = "` + servedNamespace + `"
 `

@@ -17,11 +17,10 @@ type rule struct {
 	verbs []string
 }
 
-// role is one role of the operator: its manifest and binding, and where it
-// applies.
+// role is one role of the operator: its manifest, which holds its binding
+// too, and where it applies.
 type role struct {
-	// file is the role's manifest in manifests/rbac/<name>/; its binding's
-	// is file with _binding before .yaml.
+	// file is the role's manifest in manifests/rbac/<name>/.
 	file string
 	// kind is ClusterRole or Role; namespace is a Role's.
 	kind, namespace string
@@ -39,9 +38,9 @@ type role struct {
 const servedNamespace = "default"
 
 // childVerbs are what the handler and the controller's sources do with each
-// owned kind: get (ensure reads the child), list and watch (the sources'
-// caches), create and update.
-var childVerbs = []string{"get", "list", "watch", "create", "update"}
+// owned kind: list and watch (the sources' caches), create and patch (a
+// server-side apply creates a missing object, patches an existing one).
+var childVerbs = []string{"create", "list", "patch", "watch"}
 
 // namespace is the operator's own namespace ($Namespace in templates): its
 // ServiceAccount, Deployment, Lease and Services live there, and nothing of
@@ -66,12 +65,12 @@ func (o operator) roles() []role {
 		comment: "Exactly what the $Name operator needs cluster-wide. A test compares these\nrules with a hand-written list and checks them by impersonating the\nServiceAccount (operators/$Name/integration/rbac_test.go).",
 		rules: []rule{
 			{
-				comment:   "Read $Plural (the controller's list and watch); write their status\nthrough the status subresource only.",
+				comment:   "Read $Plural (the controller's list and watch); apply their status\nthrough the status subresource only.",
 				groups:    []string{o.Group},
 				resources: []string{o.resource()},
 				verbs:     []string{"list", "watch"},
 			},
-			{groups: []string{o.Group}, resources: []string{o.resource() + "/status"}, verbs: []string{"update"}},
+			{groups: []string{o.Group}, resources: []string{o.resource() + "/status"}, verbs: []string{"patch"}},
 		},
 	}
 	if len(o.Owns) > 0 {
@@ -102,21 +101,21 @@ func (o operator) roles() []role {
 	children := o.childRules()
 	roles := []role{cluster, lease}
 	if len(children) > 0 {
-		children[0].comment = "Read (get), watched by the $Kind controller's sources (list, watch,\nmetadata only), created and updated; never deleted: the garbage\ncollector does it. children_policy.yaml lets the operator write only\nobjects a $Kind controls."
+		children[0].comment = "The resources of handler.Owned: watched by the $Kind controller's\nsources (list, watch) and applied (create, patch); never deleted: the\ngarbage collector does it. The policies below let the operator write\nonly objects a $Kind controls."
 		if o.Cluster {
 			roles = append(roles, role{
-				file: "children_role.yaml", kind: "Role", namespace: o.childNamespace(), name: "kooper-$Name-children", goVar: "neededForChildren",
+				file: "children.yaml", kind: "Role", namespace: o.childNamespace(), name: "kooper-$Name-children", goVar: "neededForChildren",
 				comment: "The objects each $Kind owns, made in this namespace only (the\noperator's -child-namespace; to make them elsewhere, move this Role and\nits binding there).",
-				why:     "the objects $Plural own, in " + o.childNamespace() + " only",
+				why:     "the objects $Plural own, in " + o.childNamespace() + " only, and the policies keeping the operator's writes to those a $Kind controls",
 				rules:   children,
 			})
 		} else {
 			// Never cluster-wide: a token that may read every Secret, or
 			// write every ConfigMap, of the cluster would take it over.
 			roles = append(roles, role{
-				file: "children_role.yaml", kind: "Role", namespace: servedNamespace, name: "kooper-$Name-children", goVar: "neededForChildren",
+				file: "children.yaml", kind: "Role", namespace: servedNamespace, name: "kooper-$Name-children", goVar: "neededForChildren",
 				comment: "The objects each $Kind owns, read and written in the namespaces the\noperator serves only (its -served-namespaces, default " + servedNamespace + "): to serve\nanother namespace, add it there and copy this Role and its binding to it.",
-				why:     "the objects $Plural own, in the served namespace " + servedNamespace + " only",
+				why:     "the objects $Plural own, in the served namespace " + servedNamespace + " only, and the policies keeping the operator's writes to those a $Kind controls",
 				rules:   children,
 			})
 		}
@@ -150,9 +149,6 @@ func (o operator) childRules() []rule {
 	}
 	return children
 }
-
-// bindingFile is the file of a role's binding.
-func (r role) bindingFile() string { return strings.TrimSuffix(r.file, ".yaml") + "_binding.yaml" }
 
 // yamlRules renders rules as a role's rules: list.
 func yamlRules(rules []rule) string {

@@ -180,7 +180,7 @@ func TestTheResourceVariableShadowsNothing(t *testing.T) {
 	lower := regexp.MustCompile(`^[a-z]+$`)
 	for _, in := range variants {
 		op, files := rendered(t, in)
-		reserved := map[string]bool{op.alias(): true, "v1alpha1": true, "handler": true, "operator": true, "main": true, "integration": true}
+		reserved := map[string]bool{op.alias(): true, op.acAlias(): true, "v1alpha1": true, "handler": true, "operator": true, "main": true, "integration": true}
 		for _, name := range types.Universe.Names() {
 			reserved[name] = true
 		}

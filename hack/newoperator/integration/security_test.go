@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,6 +18,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -230,14 +233,23 @@ func checkConfigMaps(t *testing.T, s *scaffold) {
 	t.Cleanup(func() {
 		_ = s.admin.CoreV1().ConfigMaps(served).Delete(context.Background(), theirs.Name, metav1.DeleteOptions{})
 	})
-	changed := theirs.DeepCopy()
-	changed.Data["a"] = "changed"
-	_, err = cms.Update(ctx, changed, metav1.UpdateOptions{})
-	s.byPolicy(t, "updating a ConfigMap it does not own", err)
-	adopted := theirs.DeepCopy()
-	adopted.OwnerReferences = s.owner
-	_, err = cms.Update(ctx, adopted, metav1.UpdateOptions{})
-	s.byPolicy(t, "adopting a ConfigMap (an owner reference added on update)", err)
+	// The operator writes with server-side apply: it may patch, not update.
+	s.cannot(t, "update", "configmaps", "-n", served)
+	patch := func(name string, p any) error {
+		b, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = cms.Patch(ctx, name, types.MergePatchType, b, metav1.PatchOptions{})
+		return err
+	}
+	type m = map[string]any
+	s.byPolicy(t, "patching a ConfigMap it does not own", patch(theirs.Name, m{"data": m{"a": "changed"}}))
+	s.byPolicy(t, "adopting a ConfigMap (an owner reference added by a patch)", patch(theirs.Name, m{"metadata": m{"ownerReferences": s.owner}}))
+	applied := corev1ac.ConfigMap(theirs.Name, served).WithOwnerReferences(metav1ac.OwnerReference().
+		WithAPIVersion(s.owner[0].APIVersion).WithKind(s.owner[0].Kind).WithName(s.owner[0].Name).WithUID(s.owner[0].UID).WithController(true))
+	_, err = cms.Apply(ctx, applied, metav1.ApplyOptions{FieldManager: s.name, Force: true})
+	s.byPolicy(t, "adopting a ConfigMap by a forced server-side apply", err)
 
 	mine, err := cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: meta(s.name+"-mine", served, s.owner)}, metav1.CreateOptions{})
 	allowed(t, "creating a ConfigMap a Thing controls", err)
@@ -245,14 +257,9 @@ func checkConfigMaps(t *testing.T, s *scaffold) {
 		t.Cleanup(func() {
 			_ = s.admin.CoreV1().ConfigMaps(served).Delete(context.Background(), mine.Name, metav1.DeleteOptions{})
 		})
-		held := mine.DeepCopy()
-		held.Finalizers = []string{"example.com/hold"}
-		_, err = cms.Update(ctx, held, metav1.UpdateOptions{})
-		s.byPolicy(t, "adding a finalizer", err)
-		freed := mine.DeepCopy()
-		freed.OwnerReferences = nil
-		_, err = cms.Update(ctx, freed, metav1.UpdateOptions{})
-		s.byPolicy(t, "dropping the owner reference", err)
+		s.byPolicy(t, "adding a finalizer", patch(mine.Name, m{"metadata": m{"finalizers": []string{"example.com/hold"}}}))
+		s.byPolicy(t, "dropping the owner reference", patch(mine.Name, m{"metadata": m{"ownerReferences": nil}}))
+		allowed(t, "patching the data of a ConfigMap a Thing controls", patch(mine.Name, m{"data": m{"a": "b"}}))
 	}
 }
 

@@ -33,11 +33,14 @@ func (s scaffold) group() string { return s.short + "." + groupSuffix }
 
 // The three operators the journey scaffolds: every shape the generator
 // writes is one of a cluster-scoped or namespaced kind, owning some kinds
-// or none, and every kind it knows is owned by one of them. Each is then
-// removed with the same command as the sample: removal works from what an
-// operator owns, not from a list of the samples.
+// or none, and every kind it knows is owned by one of them. demo-cluster
+// owns a ConfigMap and a Deployment: its generated integration test checks
+// that a Widget is not Ready while its Deployment's pods are pending, and
+// Ready once kwok runs them. Each is then removed with the same command as
+// the sample: removal works from what an operator owns, not from a list of
+// the samples.
 var scaffolds = []scaffold{
-	{name: "demo-cluster", short: "democluster", kind: "Widget", scope: "Cluster", owns: "ConfigMap,ServiceAccount"},
+	{name: "demo-cluster", short: "democluster", kind: "Widget", scope: "Cluster", owns: "ConfigMap,Deployment"},
 	{name: "demo-namespaced", short: "demonamespaced", kind: "Gadget", scope: "Namespaced"},
 	{name: "demo-owner", short: "demoowner", kind: "Vault", scope: "Namespaced", owns: "ConfigMap,Secret,ServiceAccount,Role,RoleBinding,Service,Deployment"},
 }
@@ -184,7 +187,9 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 			args: append([]string{"go", "test", "-race", "-count=1", "-v",
 				"-skip", "^(TestDegradationOneChildKindForbiddenLeavesTheRestWorking|TestEveryLogLineIsJSONAndNamesTheResource)$",
 				"./operators/multi-resource/integration"}, integration...),
-			want: append([]string{"ok  \t" + module + "/operators/multi-resource/integration"}, integrationOK...)},
+			want: append([]string{"ok  \t" + module + "/operators/multi-resource/integration",
+				// demo-cluster's Widget follows its Deployment's readiness.
+				"--- PASS: TestWidgetsEndToEnd/a_Widget_is_Ready_once_its_Deployment's_pods_are,_and_not_before "}, integrationOK...)},
 		// Less the two tests that deploy and run every operator (make
 		// deploy, and their pods), minutes each: make test runs them in
 		// this repository.
