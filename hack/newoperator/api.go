@@ -164,8 +164,8 @@ type $KindStatus struct {
 	// +optional
 	ObservedGeneration int64 ` + "`json:\"observedGeneration,omitempty\"`" + `
 	// Conditions are the latest observations. Ready is True when what the
-	// $Kind asks for is in place for observedGeneration, False with a
-	// reason and a message when it is not.
+	// $Kind asks for is in place` + map[bool]string{true: " and ready", false: ""}[op.owns("Deployment")] + ` for observedGeneration, False
+	// with a reason and a message when it is not.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -79,11 +79,9 @@ type Config struct {
 	// /metrics. Empty: not served.
 	HTTPAddr string
 	// SecureMetricsAddr, if set, serves /metrics over HTTPS on this address
-	// instead of HTTPAddr, only to clients the API server authenticates and
-	// authorizes (get on the non-resource URL /metrics), reviewed as the
-	// operator's own account: it needs the ClusterRole system:auth-delegator
-	// (health.SecureMetrics). Requires HTTPAddr. Default: /metrics on
-	// HTTPAddr, open to anyone who can reach it.
+	// instead of HTTPAddr, only to the clients the API server lets get it,
+	// asked as the operator's account (system:auth-delegator;
+	// health.SecureMetrics). Requires HTTPAddr.
 	SecureMetricsAddr string
 	// EnableProfiling also serves /debug/pprof/ on HTTPAddr.
 	EnableProfiling bool
@@ -130,9 +128,9 @@ func (c *Config) defaults() {
 	}
 }
 
-// $Kind controller retries: a $Kind whose handling fails (a permission
-// missing, say) is retried at least this often, for about as long as the
-// resync interval, so that fixing the cause heals it within seconds.
+// A $Kind whose handling fails (a permission missing, say) is retried at
+// least this often, for about the resync interval: fixing the cause heals it
+// within seconds.
 const (
 	retryMaxDelay = 15 * time.Second
 	maxRetries    = 40
@@ -163,9 +161,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("could not create the $Group client: %w", err)
 	}
-	// Leader election and the metrics' reviews get clients with rate
-	// limiters of their own: a flood of tokens at /metrics, or the
-	// controller's own bursts, never delay a Lease renewal.
+	// Leader election and the metrics' reviews get rate limiters of their
+	// own: no burst of the controller's delays a Lease renewal.
 	lease, err := kubernetes.NewForConfig(observe.OwnLimiter(obs.REST, observe.LeaseQPS, observe.LeaseBurst))
 	if err != nil {
 		return fmt.Errorf("could not create the Kubernetes client of leader election: %w", err)
@@ -184,8 +181,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	// Once the controller has drained, write the Events still queued,
-	// within a shutdown budget of their own.
+	// Once the controller has drained, write the Events still queued.
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
@@ -242,9 +238,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 `)
 	f.code(`
-	// The controller runs only while this replica holds the Lease, or at
-	// once with leader election disabled (a single replica); a standby keeps
-	// its caches warm.
+	// The controller runs while this replica holds the Lease; a standby
+	// keeps its caches warm.
 	runner, err := leaderelection.New(leaderelection.Config{
 		Disabled:  cfg.DisableLeaderElection,
 		Name:      cfg.Name,
@@ -257,9 +252,6 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	if cfg.HTTPAddr != "" {
-		// With SecureMetricsAddr, /metrics is served over HTTPS to the
-		// clients the API server lets get it, asked with the operator's own
-		// client.
 		var secureMetrics *health.SecureMetrics
 		if cfg.SecureMetricsAddr != "" {
 			secureMetrics = &health.SecureMetrics{Addr: cfg.SecureMetricsAddr, TokenReviews: reviews.AuthenticationV1(), SubjectAccessReviews: reviews.AuthorizationV1()}

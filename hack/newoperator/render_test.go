@@ -247,3 +247,28 @@ func TestReflow(t *testing.T) {
 		})
 	}
 }
+
+func TestReflowMarkdown(t *testing.T) {
+	long := strings.Repeat("word ", 30) // 150 characters
+	tests := []struct{ name, in, want string }{
+		{name: "a paragraph is refilled", in: "a\nb c\n", want: "a b c\n"},
+		{
+			name: "a bullet keeps its hanging indent",
+			in:   "- " + long + "\n",
+			want: "- " + strings.TrimSpace(strings.Repeat("word ", 18)) + " word\n  " + strings.TrimSpace(strings.Repeat("word ", 11)) + "\n",
+		},
+		{
+			name: "numbered items stay items",
+			in:   "1. one\n   more\n2. two\n",
+			want: "1. one more\n2. two\n",
+		},
+		{name: "headings, tables and fences stay", in: "# a\n| b |\n```\nc\nd\n```\n", want: "# a\n| b |\n```\nc\nd\n```\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := reflowMarkdown(tt.in); got != tt.want {
+				t.Errorf("got\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}

@@ -80,6 +80,9 @@ func width(line string) int {
 // repository's READMEs.
 const markdownWidth = 96
 
+// listItem is the marker of a Markdown list item, "- " or "1. ".
+var listItem = regexp.MustCompile(`^(- |[0-9]+\. )`)
+
 // reflowMarkdown refills the paragraphs and list items of a Markdown
 // document at markdownWidth, so that the operator's names do not leave them
 // ragged. Headings, tables, fenced blocks, HTML comments and blank lines
@@ -115,11 +118,12 @@ func reflowMarkdown(src string) string {
 		case fenced || line == "" || strings.HasPrefix(line, "|") || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "<!--"):
 			flush()
 			out = append(out, line)
-		case strings.HasPrefix(line, "- "):
+		case listItem.MatchString(line):
 			flush()
-			first, rest = "- ", "  "
-			words = strings.Fields(line[2:])
-		case strings.HasPrefix(line, "  ") && len(words) > 0 && first == "- ":
+			first = listItem.FindString(line)
+			rest = strings.Repeat(" ", len(first))
+			words = strings.Fields(line[len(first):])
+		case strings.HasPrefix(line, "  ") && len(words) > 0 && first != "":
 			words = append(words, strings.Fields(line)...)
 		default:
 			if len(words) == 0 {
