@@ -258,7 +258,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		srv, err := health.Start(health.Config{
 			Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling,
-			Ready: health.Readiness(runner, primary), SecureMetrics: secureMetrics, Logger: cfg.Logger,
+			Ready: runner.Ready, SecureMetrics: secureMetrics, Logger: cfg.Logger,
 		})
 		if err != nil {
 			return err
