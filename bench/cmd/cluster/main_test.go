@@ -325,18 +325,9 @@ func TestShardingProvesAndMeasures(t *testing.T) {
 			t.Errorf("%s: the slots were not balanced again", c.What)
 		}
 	}
-	// The slots move within 3 lease durations. Their pods are handled once
-	// the takers' caches have listed again with the new selector
-	// (server-side), after client-go's relist backoff: it doubles with each
-	// list within two minutes, and the takers listed again at each of the
-	// five changes before the kill, so up to its cap of 30 s, jittered up
-	// to twice that.
-	const relistBackoff = 60 * time.Second
 	switch {
-	case m.Kill == nil || m.Kill.Owned <= 0 || m.Kill.Owned > 3*res.Lease.LeaseDuration:
-		t.Errorf("got the SIGKILL's takeover %+v, want its slots taken within 3 lease durations", m.Kill)
-	case m.Kill.Handled <= 0 || m.Kill.Handled > m.Kill.Owned+relistBackoff:
-		t.Errorf("got the SIGKILL's takeover %+v, want its slots handled elsewhere within %s of their taking", m.Kill, relistBackoff)
+	case m.Kill == nil || m.Kill.Handled <= 0 || m.Kill.Handled > 3*res.Lease.LeaseDuration:
+		t.Errorf("got the SIGKILL's takeover %+v, want its slots handled elsewhere within 3 lease durations", m.Kill)
 	case m.Overlaps != 0 || m.Lost != 0:
 		t.Errorf("got %d overlaps and %d lost final versions, want none", m.Overlaps, m.Lost)
 	case m.Writes == 0 || len(m.Rates.Counts) != 5:

@@ -56,8 +56,10 @@
 //     selector in a list's metadata.shardInfo): the controller's list and
 //     watch carry a shard selector of the slots it holds, so the API
 //     server sends, and the cache holds, the share only; when its slots
-//     change, the watch ends with 410 Expired and the cache lists again
-//     with the new selector. Client-side mode (the feature gate is off, as
+//     change, the open watch moves to the new selector without a new list
+//     (the API server streams the new share into it, and the objects of
+//     the released slots are deleted from the cache; see
+//     [Runner.Retriever]). Client-side mode (the feature gate is off, as
 //     on managed clusters today): every replica lists and caches every
 //     object, queues every change, and handles its share; CPU in handlers
 //     is shared, memory is not. The mode is logged, exported by the

@@ -5,13 +5,17 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/internal/fakeapi"
@@ -48,8 +52,18 @@ func newRunner(t *testing.T, count int) *Runner {
 // until the test ends.
 func start(t *testing.T, r *Runner, mode Mode, cfg controller.Config, sources ...controller.Source) *controller.Controller {
 	t.Helper()
+	return startCounting(t, r, mode, cfg, nil, sources...)
+}
+
+// startCounting is start with the calls the controller's cache makes to
+// r's Retriever counted in calls (nil: not counted).
+func startCounting(t *testing.T, r *Runner, mode Mode, cfg controller.Config, calls *atomic.Int64, sources ...controller.Source) *controller.Controller {
+	t.Helper()
 	cfg.Handler = r.Handler(cfg.Handler)
 	cfg.Retriever = r.Retriever(cfg.Retriever)
+	if calls != nil {
+		cfg.Retriever = counting{cfg.Retriever, calls}
+	}
 	c, err := controller.New(cfg, sources...)
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +80,26 @@ func start(t *testing.T, r *Runner, mode Mode, cfg controller.Config, sources ..
 		}
 	})
 	return c
+}
+
+// counting counts the List and Watch calls to a Retriever.
+type counting struct {
+	controller.Retriever
+	calls *atomic.Int64
+}
+
+func (c counting) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	c.calls.Add(1)
+	return c.Retriever.List(ctx, opts)
+}
+
+func (c counting) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	c.calls.Add(1)
+	return c.Retriever.Watch(ctx, opts)
+}
+
+func (c counting) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(c.Retriever)
 }
 
 // shardedPod is pod i, with a UID shaped like the API server's (random

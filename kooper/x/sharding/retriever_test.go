@@ -2,12 +2,15 @@ package sharding
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -90,12 +93,15 @@ func cachedSlots(c *controller.Controller, count int) ([]int, int) {
 	return slices.Compact(slots), len(objs)
 }
 
-// Server-side, the cache holds the objects of the acquired slots only: it
-// lists again whenever they change, dropping the released slots' objects
-// and handling the acquired ones'. None is ever handled outside them.
+// Server-side, the cache holds the objects of the acquired slots only:
+// whenever they change, it drops the released slots' objects and gets and
+// handles the acquired ones'. None is ever handled outside them. With a
+// Retriever that streams, the reflector never lists or watches again: the
+// watch moves in-stream; with one that cannot, it lists again.
 func TestServerSideCachesOnlyTheAcquiredSlots(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(mode.name, func(t *testing.T) {
+			var calls atomic.Int64
 			const pods, count = 64, 4
 			store := fakeapi.NewRetriever(&corev1.Pod{}, mode.opts)
 			perSlot := make([]int, count)
@@ -121,8 +127,9 @@ func TestServerSideCachesOnlyTheAcquiredSlots(t *testing.T) {
 				}
 				return nil
 			})
-			c := start(t, r, ModeServerSide, controller.Config{Name: "c", Retriever: shardFilter{store}, Handler: h})
+			c := startCounting(t, r, ModeServerSide, controller.Config{Name: "c", Retriever: shardFilter{store}, Handler: h}, &calls)
 			eventually(t, "the cache syncs", c.HasSynced)
+			synced := calls.Load()
 			if slots, n := cachedSlots(c, count); n != 0 {
 				t.Fatalf("holding no slot, the cache holds %d objects of slots %v", n, slots)
 			}
@@ -168,13 +175,27 @@ func TestServerSideCachesOnlyTheAcquiredSlots(t *testing.T) {
 			if len(outside) > 0 {
 				t.Errorf("handled %q outside the acquired slots", outside)
 			}
+			again := calls.Load() - synced
+			switch {
+			case !mode.opts.DisableWatchList && again != 0:
+				t.Errorf("the reflector listed or watched again %d times across %d moves, want 0: the watch moves in-stream", again, len(steps))
+			case mode.opts.DisableWatchList && again == 0:
+				t.Error("the reflector never listed again with a Retriever that cannot stream: the moves were not seen")
+			}
 		})
 	}
 }
 
-// recordingRetriever records the options of each call and hands out
-// watches the test ends.
+// recordingRetriever is a fake next Retriever: List answers the pods of
+// list at version listRV, and each Watch hands out a watch the test drives.
+// It records the options of each call.
 type recordingRetriever struct {
+	list   []*corev1.Pod
+	listRV string
+	// noStream says it cannot stream an initial list; refuse has it refuse
+	// watches that ask for one.
+	noStream, refuse bool
+
 	mu      sync.Mutex
 	calls   []metav1.ListOptions
 	watches []*watch.FakeWatcher
@@ -184,17 +205,26 @@ func (r *recordingRetriever) List(_ context.Context, opts metav1.ListOptions) (r
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, opts)
-	return &corev1.PodList{}, nil
+	list := &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: r.listRV}}
+	for _, p := range r.list {
+		list.Items = append(list.Items, *p)
+	}
+	return list, nil
 }
 
 func (r *recordingRetriever) Watch(_ context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, opts)
-	w := watch.NewFakeWithChanSize(1, false)
+	if r.refuse && ptr.Deref(opts.SendInitialEvents, false) {
+		return nil, apierrors.NewBadRequest("sendInitialEvents is not supported")
+	}
+	w := watch.NewFakeWithChanSize(16, false)
 	r.watches = append(r.watches, w)
 	return w, nil
 }
+
+func (r *recordingRetriever) IsWatchListSemanticsUnSupported() bool { return r.noStream }
 
 func (r *recordingRetriever) last() metav1.ListOptions {
 	r.mu.Lock()
@@ -202,39 +232,114 @@ func (r *recordingRetriever) last() metav1.ListOptions {
 	return r.calls[len(r.calls)-1]
 }
 
-// expiredNext reports whether the next event of w is the 410 Expired
-// error that has client-go's reflector list again, and w then closes.
-func expiredNext(t *testing.T, w watch.Interface) bool {
+// watch returns the i-th watch handed out, waiting for it.
+func (r *recordingRetriever) watch(t *testing.T, i int) *watch.FakeWatcher {
+	t.Helper()
+	var w *watch.FakeWatcher
+	eventually(t, fmt.Sprintf("watch %d is opened", i), func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.watches) > i {
+			w = r.watches[i]
+		}
+		return w != nil
+	})
+	return w
+}
+
+// pod is a pod named name at resourceVersion rv.
+func pod(name, rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, ResourceVersion: rv}}
+}
+
+// bookmark is a bookmark event at rv; end: it ends initial events.
+func bookmark(rv string, end bool) (watch.EventType, runtime.Object) {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv}}
+	if end {
+		p.Annotations = map[string]string{metav1.InitialEventsAnnotationKey: "true"}
+	}
+	return watch.Bookmark, p
+}
+
+// nextEvent reads w's next event as "ADDED a rv=1", "BOOKMARK rv=8 end=",
+// "ERROR Expired" or "CLOSED".
+func nextEvent(t *testing.T, w watch.Interface) string {
 	t.Helper()
 	select {
 	case e, ok := <-w.ResultChan():
-		if !ok || e.Type != watch.Error || !apierrors.IsResourceExpired(apierrors.FromObject(e.Object)) {
-			return false
+		if !ok {
+			return "CLOSED"
 		}
+		if e.Type == watch.Error {
+			return "ERROR " + string(apierrors.ReasonForError(apierrors.FromObject(e.Object)))
+		}
+		m := e.Object.(metav1.Object)
+		if e.Type == watch.Bookmark {
+			return fmt.Sprintf("BOOKMARK rv=%s end=%s", m.GetResourceVersion(), m.GetAnnotations()[metav1.InitialEventsAnnotationKey])
+		}
+		return fmt.Sprintf("%s %s rv=%s", e.Type, m.GetName(), m.GetResourceVersion())
 	case <-time.After(5 * time.Second):
-		return false
-	}
-	select {
-	case _, ok := <-w.ResultChan():
-		return !ok
-	case <-time.After(5 * time.Second):
-		return false
+		t.Fatal("no event within 5s")
+		return ""
 	}
 }
 
-// The decorated Retriever asks for the acquired slots server-side, and
-// keeps a list's share until its watch: a watch whose share is not the
-// list's ends at once, and a watch open when the share changes ends, both
-// with 410 Expired; the pages of one list keep its first page's share.
-// Client-side, it asks for everything and ends nothing.
-func TestTheRetrieverFollowsTheAcquiredSlots(t *testing.T) {
-	ctx := context.Background()
+// expect reads len(want) events of w; the events of each inner slice may
+// come in any order.
+func expect(t *testing.T, w watch.Interface, want ...[]string) {
+	t.Helper()
+	for _, group := range want {
+		var got []string
+		for range group {
+			got = append(got, nextEvent(t, w))
+		}
+		slices.Sort(got)
+		sorted := slices.Sorted(slices.Values(group))
+		if !slices.Equal(got, sorted) {
+			t.Fatalf("got events %q, want %q", got, sorted)
+		}
+	}
+}
+
+func one(events ...string) [][]string {
+	var out [][]string
+	for _, e := range events {
+		out = append(out, []string{e})
+	}
+	return out
+}
+
+// checkMove checks the options of an upstream watch of a move: the new
+// selector, streamed initial events not older than rv, bookmarks.
+func checkMove(t *testing.T, opts metav1.ListOptions, slots []int, rv string) {
+	t.Helper()
+	want := metav1.ListOptions{
+		ShardSelector: slotSelector(slots, 4), SendInitialEvents: ptr.To(true),
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, ResourceVersion: rv, AllowWatchBookmarks: true,
+	}
+	if !equality.Semantic.DeepEqual(opts, want) {
+		t.Fatalf("the move's watch has options %+v, want %+v", opts, want)
+	}
+}
+
+// serverSide returns a Runner of 4 slots, server-side, holding slots, and
+// its Retriever over next.
+func serverSide(t *testing.T, next controller.Retriever, slots ...int) (*Runner, *shardRetriever) {
+	t.Helper()
 	r := newRunner(t, 4)
-	next := &recordingRetriever{}
 	d := r.Retriever(next).(*shardRetriever)
 	r.mode.Store(ModeServerSide)
-	r.acquire([]int{1})
+	r.acquire(slots)
+	return r, d
+}
 
+// The decorated Retriever asks for the acquired slots server-side; the
+// pages of one list keep its first page's share. Client-side, it asks for
+// everything and hands out next's watch.
+func TestTheRetrieverAsksForTheAcquiredSlots(t *testing.T) {
+	ctx := context.Background()
+	next := &recordingRetriever{listRV: "5"}
+	r, d := serverSide(t, next, 1)
 	if _, err := d.List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -248,68 +353,17 @@ func TestTheRetrieverFollowsTheAcquiredSlots(t *testing.T) {
 	if got, want := next.last().ShardSelector, slotSelector([]int{1}, 4); got != want {
 		t.Errorf("second page's selector %q, want the first page's %q", got, want)
 	}
-	w, err := d.Watch(ctx, metav1.ListOptions{ResourceVersion: "10"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !expiredNext(t, w) {
-		t.Error("a watch after a list of another share does not end with 410 Expired")
-	}
 
-	// A streamed list takes the current share, and its watch ends when the
-	// share changes.
-	w, err = d.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := next.last().ShardSelector, slotSelector([]int{1, 2}, 4); got != want {
-		t.Fatalf("watch-list selector %q, want %q", got, want)
-	}
-	next.watches[0].Add(shardedPod(1))
-	if e := <-w.ResultChan(); e.Type != watch.Added {
-		t.Fatalf("got event %v, want the watch's Added", e.Type)
-	}
-	if err := r.releaseSlot(ctx, 1); err != nil {
-		t.Fatal(err)
-	}
-	if !expiredNext(t, w) {
-		t.Error("an open watch does not end with 410 Expired when a slot is released")
-	}
-	w.Stop()
-	if !next.watches[0].IsStopped() {
-		t.Error("the watch it wrapped is not stopped")
-	}
-
-	// A plain watch of the listed share passes through, and stays open
-	// while the share does not change.
-	if _, err := d.List(ctx, metav1.ListOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	w, err = d.Watch(ctx, metav1.ListOptions{ResourceVersion: "11"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, want := next.last().ShardSelector, slotSelector([]int{2}, 4); got != want {
-		t.Fatalf("watch selector %q, want %q", got, want)
-	}
-	r.relist()
-	select {
-	case e := <-w.ResultChan():
-		t.Fatalf("got %v from a watch whose share did not change", e)
-	case <-time.After(50 * time.Millisecond):
-	}
-	w.Stop()
-
-	// Client-side: every object, and nothing ends.
+	// Client-side: every object, and next's own watch.
 	c := newRunner(t, 4)
 	next = &recordingRetriever{}
-	d = c.Retriever(next).(*shardRetriever)
+	cd := c.Retriever(next).(*shardRetriever)
 	c.mode.Store(ModeClientSide)
-	if _, err := d.List(ctx, metav1.ListOptions{}); err != nil {
+	if _, err := cd.List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	c.acquire([]int{0})
-	w, err = d.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
+	w, err := cd.Watch(ctx, metav1.ListOptions{ResourceVersion: "1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +375,173 @@ func TestTheRetrieverFollowsTheAcquiredSlots(t *testing.T) {
 	}
 	if _, ok := w.(*watch.FakeWatcher); !ok {
 		t.Errorf("client-side, the watch is wrapped (%T)", w)
+	}
+}
+
+// When the acquired slots change, the watch the reflector reads stays
+// open: its upstream watch is replaced by one of the new share that
+// streams its objects from the last version forwarded; they are forwarded,
+// then a DELETED event for each object forwarded before that they did not
+// contain (released slots, deleted meanwhile), then the bookmark without
+// its annotation. Changes follow as before.
+func TestAWatchMovesToTheNewShareInStream(t *testing.T) {
+	ctx := context.Background()
+	next := &recordingRetriever{list: []*corev1.Pod{pod("a", "1"), pod("b", "2")}, listRV: "5"}
+	r, d := serverSide(t, next, 1)
+	if _, err := d.List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := d.Watch(ctx, metav1.ListOptions{ResourceVersion: "5", AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if opts := next.last(); opts.SendInitialEvents != nil || opts.ShardSelector != slotSelector([]int{1}, 4) {
+		t.Fatalf("a watch of the listed share has options %+v, want a plain watch of slot 1", opts)
+	}
+	next.watch(t, 0).Modify(pod("a", "6"))
+	expect(t, w, one("MODIFIED a rv=6")...)
+
+	// Slot 2 acquired, b deleted meanwhile: the new share has a and c.
+	r.acquire([]int{2})
+	up := next.watch(t, 1)
+	checkMove(t, next.last(), []int{1, 2}, "6")
+	if !next.watch(t, 0).IsStopped() {
+		t.Error("the upstream watch of the old share is not stopped")
+	}
+	up.Add(pod("a", "6"))
+	up.Add(pod("c", "3"))
+	up.Action(bookmark("8", true))
+	expect(t, w, one("ADDED a rv=6", "ADDED c rv=3", "DELETED b rv=2", "BOOKMARK rv=8 end=")...)
+
+	// Slot 1 released: from the bookmark's version, a is gone.
+	if err := r.releaseSlot(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	up = next.watch(t, 2)
+	checkMove(t, next.last(), []int{2}, "8")
+	up.Add(pod("c", "3"))
+	up.Action(bookmark("9", true))
+	up.Modify(pod("c", "10"))
+	up.Action(bookmark("11", false))
+	expect(t, w, one("ADDED c rv=3", "DELETED a rv=6", "BOOKMARK rv=9 end=", "MODIFIED c rv=10", "BOOKMARK rv=11 end=")...)
+
+	// The share it moved to is complete: the reflector's next watch is a
+	// plain one; and a share change that moves nothing keeps the watch.
+	w.Stop()
+	w, err = d.Watch(ctx, metav1.ListOptions{ResourceVersion: "11"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	if opts := next.last(); opts.SendInitialEvents != nil || opts.ResourceVersion != "11" {
+		t.Errorf("the watch after a completed move has options %+v, want a plain watch from 11", opts)
+	}
+	r.moveWatches()
+	select {
+	case e := <-w.ResultChan():
+		t.Fatalf("got %v from a watch whose share did not change", e)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+// A move cut short by another starts again from the last version the cache
+// was consistent at, and the objects the first one forwarded that the
+// second does not contain are deleted too.
+func TestAMoveDuringAMove(t *testing.T) {
+	ctx := context.Background()
+	next := &recordingRetriever{list: []*corev1.Pod{pod("a", "1"), pod("b", "2")}, listRV: "5"}
+	r, d := serverSide(t, next, 1)
+	if _, err := d.List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := d.Watch(ctx, metav1.ListOptions{ResourceVersion: "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	r.acquire([]int{2})
+	up := next.watch(t, 1)
+	up.Add(pod("a", "1"))
+	up.Add(pod("x", "7"))
+	expect(t, w, one("ADDED a rv=1", "ADDED x rv=7")...)
+	r.acquire([]int{3})
+	up = next.watch(t, 2)
+	checkMove(t, next.last(), []int{1, 2, 3}, "5")
+	up.Add(pod("a", "1"))
+	up.Add(pod("y", "9"))
+	up.Action(bookmark("10", true))
+	expect(t, w, []string{"ADDED a rv=1"}, []string{"ADDED y rv=9"}, []string{"DELETED b rv=2", "DELETED x rv=7"}, []string{"BOOKMARK rv=10 end="})
+}
+
+// A move during the reflector's own streamed initial list keeps the
+// bookmark's annotation: the reflector replaces its store at it.
+func TestAMoveDuringTheInitialList(t *testing.T) {
+	ctx := context.Background()
+	next := &recordingRetriever{}
+	r, d := serverSide(t, next, 1)
+	w, err := d.Watch(ctx, metav1.ListOptions{SendInitialEvents: ptr.To(true), ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, AllowWatchBookmarks: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	checkMove(t, next.last(), []int{1}, "")
+	next.watch(t, 0).Add(pod("a", "1"))
+	expect(t, w, one("ADDED a rv=1")...)
+	if err := r.releaseSlot(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	r.acquire([]int{2})
+	up := next.watch(t, 1)
+	up.Add(pod("c", "3"))
+	up.Action(bookmark("4", true))
+	expect(t, w, one("ADDED c rv=3", "DELETED a rv=1", "BOOKMARK rv=4 end=true")...)
+	eventually(t, "the moved initial list counts as the current share's", func() bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return d.listed == d.current() && d.complete
+	})
+}
+
+// Where a watch cannot move in-stream, it ends with 410 Expired and the
+// reflector lists again: next cannot stream an initial list, or refuses
+// the move's watch. A watch opened for another share than the list's
+// then ends at once.
+func TestAWatchThatCannotMoveExpires(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name string
+		next *recordingRetriever
+	}{
+		{"next cannot stream", &recordingRetriever{noStream: true}},
+		{"next refuses the move", &recordingRetriever{refuse: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, d := serverSide(t, tt.next, 1)
+			if _, err := d.List(ctx, metav1.ListOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			w, err := d.Watch(ctx, metav1.ListOptions{ResourceVersion: "5"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Stop()
+			r.acquire([]int{2})
+			expect(t, w, one("ERROR Expired", "CLOSED")...)
+			w.Stop()
+			if !tt.next.watch(t, 0).IsStopped() {
+				t.Error("the upstream watch is not stopped")
+			}
+			w, err = d.Watch(ctx, metav1.ListOptions{ResourceVersion: "6"})
+			switch {
+			case tt.next.noStream && err == nil:
+				expect(t, w, one("ERROR Expired", "CLOSED")...)
+			case tt.next.noStream:
+				t.Fatalf("a watch of another share than the list's: %v, want one that ends with 410", err)
+			case !apierrors.IsBadRequest(err):
+				t.Fatalf("a watch of another share than the list's: %v, want the refusal", err)
+			}
+		})
 	}
 }
 

@@ -665,19 +665,19 @@ func (r *Runner) suspendSlots() {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.LeaseDuration-r.cfg.RenewDeadline)
 	defer cancel()
 	_ = r.gate.suspend(ctx)
-	r.relist()
+	r.moveWatches()
 }
 
 // acquire lets the objects of slots be handled, and has them queued:
-// server-side, the retrievers' watches end and the caches list again with
-// the new selector, whose new objects are queued; client-side, the key of
-// every cached object of the slots is queued (a controller whose cache has
-// not synced yet queues every object once it has, and the gate admits
-// them).
+// server-side, the retrievers' watches move to the new selector, and the
+// objects it adds reach the caches as adds, which are queued; client-side,
+// the key of every cached object of the slots is queued (a controller
+// whose cache has not synced yet queues every object once it has, and the
+// gate admits them).
 func (r *Runner) acquire(slots []int) {
 	r.gate.acquire(slots)
 	if r.Mode() == ModeServerSide {
-		r.relist()
+		r.moveWatches()
 		return
 	}
 	in := make([]bool, r.cfg.Slots)
@@ -699,17 +699,18 @@ func (r *Runner) acquire(slots []int) {
 }
 
 // releaseSlot stops handling the objects of slot and returns once none of
-// its handlings runs, or with ctx's error; server-side, the caches then
-// list again without the slot's objects.
+// its handlings runs, or with ctx's error; server-side, the retrievers'
+// watches then move to the new selector, and the caches drop the slot's
+// objects.
 func (r *Runner) releaseSlot(ctx context.Context, slot int) error {
 	err := r.gate.release(ctx, slot)
-	r.relist()
+	r.moveWatches()
 	return err
 }
 
-// relist ends, server-side, the watches whose selector the acquired slots
-// no longer match (see Retriever).
-func (r *Runner) relist() {
+// moveWatches moves, server-side, the retrievers' open watches to the
+// selector of the acquired slots (see Retriever).
+func (r *Runner) moveWatches() {
 	if r.Mode() != ModeServerSide {
 		return
 	}

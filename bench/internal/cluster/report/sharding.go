@@ -164,10 +164,8 @@ func printMoves(w io.Writer, res runner.Results, r runner.Record) {
 	if k := m.Kill; k != nil {
 		fmt.Fprintf(w, "\nSIGKILL of %s (%d slots): its slots balanced over the others %s after, a pod of each of them handled elsewhere\n",
 			k.Replica, k.Slots, seconds(k.Owned))
-		fmt.Fprintf(w, "%s after (expected: about LeaseDuration %s after its last renewal, which came up to RetryPeriod %s before,\n",
+		fmt.Fprintf(w, "%s after (expected: about LeaseDuration %s after its last renewal, which came up to RetryPeriod %s before).\n",
 			seconds(k.Handled), l.LeaseDuration, l.RetryPeriod)
-		fmt.Fprintf(w, "then the takers' caches list again with their new slots after client-go's backoff, 0.8 s doubling with each list\n")
-		fmt.Fprintf(w, "within two minutes, up to 30 s).\n")
 	}
 	fmt.Fprintf(w, "API server restart: %.1f s from the stop to ready again (RenewDeadline %s).\n", m.Restart.Seconds(), l.RenewDeadline)
 	var by []string

@@ -16,7 +16,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/watchlist"
 
 	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/controller"
@@ -165,6 +167,29 @@ type replica struct {
 	net    *partition
 	stop   func() error
 	done   <-chan struct{}
+	// cacheCalls counts the lists and watches of the controller's cache
+	// (its reflector's), not the moves' watches.
+	cacheCalls atomic.Int64
+}
+
+// counted counts the List and Watch calls to a Retriever.
+type counted struct {
+	controller.Retriever
+	calls *atomic.Int64
+}
+
+func (c counted) List(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	c.calls.Add(1)
+	return c.Retriever.List(ctx, opts)
+}
+
+func (c counted) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	c.calls.Add(1)
+	return c.Retriever.Watch(ctx, opts)
+}
+
+func (c counted) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(c.Retriever)
 }
 
 // startReplica runs a replica of the group's ConfigMap controller in ns on
@@ -191,7 +216,7 @@ func startReplicaOf(t *testing.T, c *envtest.Cluster, group, ns, name string, sl
 		t.Fatal(err)
 	}
 	r.ctrl, err = controller.New(controller.Config{
-		Name: "shard-" + name, Retriever: r.runner.Retriever(configMaps(client, ns)), Handler: r.runner.Handler(log.handler(name)),
+		Name: "shard-" + name, Retriever: counted{r.runner.Retriever(configMaps(client, ns)), &r.cacheCalls}, Handler: r.runner.Handler(log.handler(name)),
 		ConcurrentWorkers: 4, ShutdownTimeout: time.Second,
 	})
 	if err != nil {
@@ -290,6 +315,7 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 		t.Fatalf("got mode %q on a cluster with ShardedListAndWatch, want %q", got, sharding.ModeServerSide)
 	}
 	t.Logf("a alone: every ConfigMap handled %s after start", time.Since(began).Round(time.Millisecond))
+	aSynced := a.cacheCalls.Load()
 	stopChurn := churn(client, ns, objects)
 
 	b := startReplica(t, cluster, group, ns, "b", log)
@@ -298,9 +324,8 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 	balanced(t, 30*time.Second, "scale-up to 3", a, b, c)
 
 	// The API server sends each replica its share only: each cache holds
-	// exactly the objects of its slots, and together, once the caches have
-	// listed again with the selectors of the slots just taken (each after
-	// client-go's backoff), every object.
+	// exactly the objects of its slots, and together, once the watches
+	// have moved to the slots just taken, every object.
 	settled := func() bool {
 		n := 0
 		for _, r := range []*replica{a, b, c} {
@@ -321,6 +346,11 @@ func TestShardedReplicasNeverHandleOneKeyTwice(t *testing.T) {
 	listedAgain := time.Now()
 	eventually(t, 30*time.Second, "the caches have listed again", settled)
 	t.Logf("the caches held their slots' objects %s after the slots were balanced", time.Since(listedAgain).Round(time.Millisecond))
+	// a gave up slots twice: its watch moved, its reflector never listed
+	// or watched again.
+	if again := a.cacheCalls.Load() - aSynced; again != 0 {
+		t.Errorf("a's cache listed or watched again %d times across two moves, want 0: the watch moves in-stream", again)
+	}
 	cached := 0
 	for _, r := range []*replica{a, b, c} {
 		objs, ok := r.ctrl.List()
@@ -455,8 +485,8 @@ func TestShardingWithoutTheFeatureGateFiltersOnTheClient(t *testing.T) {
 
 // Server-side, a replica that holds no slot (two replicas, one slot) asks
 // the API server for no object: its cache syncs, empty, and it handles
-// nothing. Once the other one stops, it takes the slot, lists again, and
-// handles every object.
+// nothing. Once the other one stops, it takes the slot, its watch moves to
+// it, and it handles every object.
 func TestAReplicaWithNoSlotCachesNothing(t *testing.T) {
 	client, ns := setup(t)
 	const objects = 50
@@ -481,7 +511,7 @@ func TestAReplicaWithNoSlotCachesNothing(t *testing.T) {
 	})
 	eventually(t, 30*time.Second, "the holder handles every ConfigMap", func() bool { ok, _ := log.handledAll(t, client, ns); return ok })
 	eventually(t, 30*time.Second, "the idle replica's cache syncs", idle.ctrl.HasSynced)
-	eventually(t, 30*time.Second, "the idle replica's cache lists again, with no slot", func() bool {
+	eventually(t, 30*time.Second, "the idle replica's cache holds nothing, with no slot", func() bool {
 		objs, _ := idle.ctrl.List()
 		return len(objs) == 0
 	})
