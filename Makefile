@@ -179,7 +179,7 @@ _test-grafana:
 REPEAT ?= 3
 
 .PHONY: test-repeat
-test-repeat: build workspace ## Every integration test REPEAT times (3) against its package's one local control plane, as a flake hunt needs (about an hour): catches tests that depend on a fresh cluster.
+test-repeat: build prometheus workspace ## Every integration test REPEAT times (3) against its package's one local control plane, as a flake hunt needs (about an hour): catches tests that depend on a fresh cluster.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=$(REPEAT) -p 1 -timeout 60m $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)')
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -count=$(REPEAT) -timeout 30m ./integration

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -72,7 +73,7 @@ func TestTheHandlingContextFollowsItsParentAndCarriesTheHandling(t *testing.T) {
 		if got := ctx.Value(key{}); got != "v" {
 			t.Errorf("%T: got Value %v, want v", clk, got)
 		}
-		if got, ok := handling.From(ctx); !ok || got != want {
+		if got, ok := handling.From(ctx); !ok || !reflect.DeepEqual(got, want) {
 			t.Errorf("%T: got handling.From %+v %v, want %+v", clk, got, ok, want)
 		}
 		cancelParent()

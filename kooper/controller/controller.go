@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/internal/deadline"
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 	"github.com/kooperkit/kooper/kooper/internal/logkey"
 	"github.com/kooperkit/kooper/kooper/log"
 )
@@ -169,7 +170,7 @@ func (c *Controller) Get(key string) (runtime.Object, bool) {
 // anyway. A key whose object the cache does not hold when a worker takes it
 // is dropped too. Safe for concurrent use.
 func (c *Controller) Enqueue(key string) {
-	c.add(key, sourceEnqueue)
+	c.add(key, sourceEnqueue, reasonEnqueued)
 }
 
 // Run fills the cache from the Retriever, then handles objects with
@@ -256,7 +257,7 @@ func (c *Controller) start(ctx context.Context, r *running, leading, synced <-ch
 		// cached so far is queued once (a key queued twice waits once).
 		c.queue.Store(r.queue)
 		for _, key := range r.cache.keys() {
-			c.add(key, sourceInitial)
+			c.add(key, sourceInitial, reasonTakeover)
 		}
 		c.log.Info("controller handling")
 	}
@@ -321,9 +322,9 @@ type workQueue struct {
 	order *order
 }
 
-// add queues key in line p.
-func (q *workQueue) add(key string, p priority) {
-	q.order.want(key, p)
+// add queues key in line p, for reason why.
+func (q *workQueue) add(key string, p priority, why handling.Reason) {
+	q.order.want(key, p, why)
 	q.Add(key)
 }
 
@@ -353,20 +354,31 @@ func (c *Controller) newQueue() *workQueue {
 func (c *Controller) events() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
-			source := sourceChange
 			if isInInitialList {
-				source = sourceInitial
+				c.enqueue(obj, sourceInitial, reasonInitial)
+				return
 			}
-			c.enqueue(obj, source)
+			c.enqueue(obj, sourceChange, reasonCreated)
 		},
 		UpdateFunc: func(oldObj, obj any) {
-			source := sourceChange
-			if sameVersion(oldObj, obj) {
-				source = sourceResync
+			switch {
+			case sameVersion(oldObj, obj):
+				c.enqueue(obj, sourceResync, reasonResync)
+			case newGeneration(oldObj, obj):
+				c.enqueue(obj, sourceChange, reasonGeneration)
+			default:
+				c.enqueue(obj, sourceChange, reasonChanged)
 			}
-			c.enqueue(obj, source)
 		},
 	}
+}
+
+// newGeneration reports whether an update changed metadata.generation:
+// for most kinds, a change of the spec.
+func newGeneration(oldObj, obj any) bool {
+	a, okA := oldObj.(metav1.Object)
+	b, okB := obj.(metav1.Object)
+	return okA && okB && a.GetGeneration() != b.GetGeneration()
 }
 
 // sameVersion reports whether an update carries no change: a resync.
@@ -379,24 +391,25 @@ func sameVersion(oldObj, obj any) bool {
 // enqueue queues an object's key. The queue holds keys, not objects: a key
 // added again before a worker takes it is handled once, with the object's
 // state at that time.
-func (c *Controller) enqueue(obj any, source string) {
+func (c *Controller) enqueue(obj any, source string, why handling.Reason) {
 	key, err := cache.MetaNamespaceKeyFunc(obj)
 	if err != nil {
 		c.log.Warn("could not compute an object key", logkey.Err, err)
 		return
 	}
-	c.add(key, source)
+	c.add(key, source, why)
 }
 
-// add queues key, counted under source, while Run's queue runs. Keys from
-// the initial list and resyncs wait behind the others (queue.go).
-func (c *Controller) add(key, source string) {
+// add queues key for reason why, counted under source, while Run's queue
+// runs. Keys from the initial list and resyncs wait behind the others
+// (queue.go).
+func (c *Controller) add(key, source string, why handling.Reason) {
 	q := c.queue.Load()
 	if q == nil || q.ShuttingDown() {
 		return
 	}
 	c.cfg.MetricsRecorder.IncQueuedEvent(c.cfg.Name, source)
-	q.add(key, sourcePriority(source))
+	q.add(key, sourcePriority(source), why)
 }
 
 // worker handles keys until the queue shuts down. The workqueue never gives

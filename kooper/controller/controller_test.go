@@ -728,9 +728,14 @@ func TestTheHandlerContextDescribesTheHandling(t *testing.T) {
 	stop := start(t, controller.Config{Name: "describer", Handler: h, Retriever: src, ResyncInterval: -1, RetryBaseDelay: time.Millisecond})
 	eventually(t, "three attempts", func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 3 })
 	_ = stop()
+	// Listed, then retried twice after the error.
+	wantReasons := [][]string{{"initial"}, {"retry (fail twice)"}, {"retry (fail twice)"}}
 	for i, info := range got {
-		if want := (handling.Info{Controller: "describer", Key: "ns/a", Attempt: i + 1}); info != want {
-			t.Errorf("call %d: got %+v, want %+v", i, info, want)
+		if info.Controller != "describer" || info.Key != "ns/a" || info.Attempt != i+1 {
+			t.Errorf("call %d: got %+v, want controller describer, key ns/a, attempt %d", i, info, i+1)
+		}
+		if r := info.Reasons.Strings(); !slices.Equal(r, wantReasons[i]) {
+			t.Errorf("call %d: got reasons %q, want %q", i, r, wantReasons[i])
 		}
 	}
 	if _, ok := handling.From(context.Background()); ok {

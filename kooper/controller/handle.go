@@ -20,8 +20,9 @@ import (
 // small stages, run in this order by process, the one place that strings
 // them together.
 //
-//  1. fetch: the object's latest state, from the cache. A key whose object
-//     is gone is dropped: nothing is left to handle.
+//  1. fetch: the object's latest state, from the cache, and why its key
+//     was queued (reason.go). A key whose object is gone is dropped:
+//     nothing is left to handle.
 //  2. admit: the gate a handling must pass before it starts (the right to
 //     handle that SetValidUntil bounds). A key refused is queued again a
 //     second later; a handling the gate cancels, too.
@@ -35,46 +36,49 @@ import (
 // The workqueue never gives a key to a worker while another holds it, so
 // one object is never in two of these at once.
 func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src objects, queue *workQueue) {
-	obj, ok := c.fetch(key, src, queue)
+	obj, why, ok := c.fetch(key, src, queue)
 	if !ok {
 		return
 	}
 	ctx, cancelled, ok := c.gate.admit(ctx)
 	if !ok {
-		c.retryLater(queue, key)
+		c.retryLater(queue, key, why)
 		return
 	}
-	err := c.call(ctx, key, obj, queue)
-	c.settle(ctx, logger, key, err, queue)
+	err := c.call(ctx, key, obj, why, queue)
+	c.settle(ctx, logger, key, why, err, queue)
 	if cancelled() {
 		// By the gate, not by a stop: handled again if the right comes
 		// back, by the next leader otherwise.
-		c.retryLater(queue, key)
+		c.retryLater(queue, key, why)
 	}
 }
 
-// fetch returns the cached object of key, or false (and forgets the key)
-// when the cache no longer holds it: deleted since it was queued.
-func (c *Controller) fetch(key string, src objects, queue *workQueue) (runtime.Object, bool) {
+// fetch returns the cached object of key and why key was queued, or false
+// (and forgets the key) when the cache no longer holds it: deleted since
+// it was queued.
+func (c *Controller) fetch(key string, src objects, queue *workQueue) (runtime.Object, handling.Reasons, bool) {
+	why := queue.order.take(key)
 	item, exists, err := src.get(key)
 	if err != nil || !exists {
 		queue.Forget(key)
-		return nil, false
+		return nil, why, false
 	}
-	return item.(runtime.Object), true
+	return item.(runtime.Object), why, true
 }
 
 // call runs the handler on its own copy of obj: the cached object is
 // shared with every later handling and with the informer.
-func (c *Controller) call(ctx context.Context, key string, obj runtime.Object, queue *workQueue) error {
+func (c *Controller) call(ctx context.Context, key string, obj runtime.Object, why handling.Reasons, queue *workQueue) error {
 	hctx, release := handlingContext(ctx, c.cfg.clock, c.cfg.ProcessingTimeout,
-		handling.Info{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1})
+		handling.Info{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1, Reasons: why})
 	defer release()
 	return c.handler.Handle(hctx, obj.DeepCopyObject())
 }
 
-// settle decides what happens to key after its handling returned err.
-func (c *Controller) settle(ctx context.Context, logger log.Logger, key string, err error, queue *workQueue) {
+// settle decides what happens to key after its handling, queued for why,
+// returned err.
+func (c *Controller) settle(ctx context.Context, logger log.Logger, key string, why handling.Reasons, err error, queue *workQueue) {
 	rec, name := c.cfg.MetricsRecorder, c.cfg.Name
 	if err == nil {
 		queue.Forget(key) // success resets the backoff
@@ -83,6 +87,7 @@ func (c *Controller) settle(ctx context.Context, logger log.Logger, key string, 
 	if delay, requeue := requeueAfter(err); requeue {
 		queue.Forget(key) // a requested requeue is a success too
 		rec.IncQueuedEvent(name, sourceRequeue)
+		queue.order.later(key, reasons(handling.Reason{Why: reasonRequeue.Why, Detail: delay.String()}))
 		queue.AddAfter(key, delay)
 		return
 	}
@@ -95,23 +100,31 @@ func (c *Controller) settle(ctx context.Context, logger log.Logger, key string, 
 	case IsTerminal(err):
 		queue.Forget(key)
 		rec.IncDropped(name, dropTerminal)
-		logger.Error("handling failed, not retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
+		logger.Error("handling failed, not retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Reasons, why.Strings(), logkey.Err, err)
 	case attempt <= c.cfg.MaxRetries:
 		rec.IncRetry(name)
 		rec.IncQueuedEvent(name, sourceRetry)
-		logger.Warn("handling failed, retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
+		logger.Warn("handling failed, retrying", logkey.Object, key, logkey.Attempt, attempt, logkey.Reasons, why.Strings(), logkey.Err, err)
+		queue.order.later(key, reasons(handling.Reason{Why: reasonRetry.Why, Detail: err.Error()}))
 		queue.AddRateLimited(key)
 	default:
 		queue.Forget(key)
 		rec.IncDropped(name, dropMaxRetries)
-		logger.Error("handling failed, retries exhausted", logkey.Object, key, logkey.Attempt, attempt, logkey.Err, err)
+		logger.Error("handling failed, retries exhausted", logkey.Object, key, logkey.Attempt, attempt, logkey.Reasons, why.Strings(), logkey.Err, err)
 	}
 }
 
-// retryLater queues key again in a second, without backoff: its handling
-// waits for the right to handle.
-func (c *Controller) retryLater(queue *workQueue, key string) {
+// retryLater queues key again in a second, without backoff: its handling,
+// queued for why, waits for the right to handle. The next handling is
+// told why too, and that it waited.
+func (c *Controller) retryLater(queue *workQueue, key string, why handling.Reasons) {
 	queue.Forget(key)
+	var rs handling.Reasons // a copy: why's own may still be in a handling's context
+	for _, r := range why.All() {
+		rs.Add(r)
+	}
+	rs.Add(reasonWaited)
+	queue.order.later(key, rs)
 	queue.AddAfter(key, time.Second)
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 )
 
 // Kinds a controller watches besides its own: the sources given to New.
@@ -124,6 +127,7 @@ const ownsIndex = "kooper.owns.controller-uid"
 type source struct {
 	retriever Retriever
 	what      string // names the objects, in logs and SyncError
+	kind      string // names them in the reasons they give (reason)
 	isT       func(obj any) bool
 	// index, computed by indexFunc, maps an owner's indexValue to the
 	// objects that relate to it (Of).
@@ -151,8 +155,12 @@ func newWatched[T runtime.Object](r Retriever, index string, indexFunc cache.Ind
 	if what == "" {
 		what = reflect.TypeFor[T]().String()
 	}
+	kind := strings.TrimSuffix(what, " (metadata)") // a resource ("deployments.apps"), or a Go type: its name
+	if strings.HasPrefix(kind, "*") {
+		kind = kind[strings.LastIndex(kind, ".")+1:]
+	}
 	return &Watched[T]{s: &source{
-		retriever: r, what: what,
+		retriever: r, what: what, kind: kind,
 		isT:   func(obj any) bool { _, ok := obj.(T); return ok },
 		index: index, indexFunc: indexFunc, indexValue: indexValue, keys: keys,
 	}}
@@ -333,13 +341,31 @@ func (s *source) route(c *Controller, objs ...any) {
 					keyResource, s.what, "type", fmt.Sprintf("%T", obj))
 			})
 		}
-		for _, key := range s.keys(obj, ref.src) {
+		keys := s.keys(obj, ref.src)
+		if len(keys) == 0 {
+			continue
+		}
+		why := s.reason(obj)
+		for _, key := range keys {
 			if !slices.Contains(queued, key) {
 				queued = append(queued, key)
-				c.Enqueue(key)
+				c.add(key, sourceEnqueue, why)
 			}
 		}
 	}
+}
+
+// reason is why a change of obj queues its owners: "owned" for an Owns
+// source, "watched" for a Watches one, with obj's kind and key.
+func (s *source) reason(obj any) handling.Reason {
+	why := reasonWatched
+	if s.index == ownsIndex {
+		why = reasonOwned
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		why.Detail = s.kind + " " + key
+	}
+	return why
 }
 
 // related returns the cached objects related to owner, in key order.

@@ -50,7 +50,7 @@ func BenchmarkProcess(b *testing.B) {
 			src := oneObject{pod}
 			b.ReportAllocs()
 			for b.Loop() {
-				q.add("ns/p", priorityHigh)
+				q.add("ns/p", priorityHigh, reasonChanged)
 				key, _ := q.Get()
 				c.process(ctx, log.Noop, key, src, q)
 				q.Done(key)

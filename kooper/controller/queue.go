@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 )
 
 // Fresh changes first.
@@ -49,17 +51,36 @@ func sourcePriority(source string) priority {
 
 // order is a workqueue.Queue[string] with a fast and a slow line. It is
 // safe for concurrent use on its own.
+//
+// order also keeps why each key was queued (reason.go): the reasons of the
+// adds since the key last came out, which the worker that took it hands
+// to the handler.
 type order struct {
-	// mu guards everything below: wanted is written by the controller
-	// before it adds a key to the workqueue, the rest by the workqueue.
+	// mu guards everything below: wanted and delayed are written by the
+	// controller before it adds a key to the workqueue, popped is read by
+	// the worker that took a key, the rest is the workqueue's.
 	mu sync.Mutex
-	// wanted is the line asked for a key by the adds since it last came
-	// out: the highest wins. A key with no entry (added by the workqueue
-	// itself, after a delay or a backoff) goes in the fast line.
-	wanted map[string]priority
+	// wanted is, for each key, the line asked for it by the adds since it
+	// last came out (the highest wins) and their reasons. A key with no
+	// entry (added by the workqueue itself, after a delay or a backoff)
+	// goes in the fast line.
+	wanted map[string]wanted
+	// delayed are the reasons of a key's last delayed add (a retry, a
+	// requeue, a wait for the right to handle), given to a handling that
+	// no other add queued.
+	delayed map[string]handling.Reasons
+	// popped holds the reasons of the keys that came out, until the worker
+	// that took each reads them (take).
+	popped map[string]handling.Reasons
 	lines  [2][]entry // by priority; may hold stale entries of moved keys
 	in     map[string]entry
 	seq    uint64
+}
+
+// wanted is what the adds of a waiting key asked: its line and why.
+type wanted struct {
+	p       priority
+	reasons handling.Reasons
 }
 
 // entry is a key's place in a line. An entry in a line is stale unless in
@@ -73,22 +94,46 @@ type entry struct {
 var _ workqueue.Queue[string] = (*order)(nil)
 
 func newOrder() *order {
-	return &order{wanted: map[string]priority{}, in: map[string]entry{}}
+	return &order{
+		wanted: map[string]wanted{}, delayed: map[string]handling.Reasons{},
+		popped: map[string]handling.Reasons{}, in: map[string]entry{},
+	}
 }
 
-// want records that key is being added with priority p.
-func (o *order) want(key string, p priority) {
+// want records that key is being added with priority p, for reason r.
+func (o *order) want(key string, p priority, r handling.Reason) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if cur, ok := o.wanted[key]; !ok || p > cur {
-		o.wanted[key] = p
+	w, ok := o.wanted[key]
+	if !ok || p > w.p {
+		w.p = p
 	}
+	w.reasons.Add(r)
+	o.wanted[key] = w
+}
+
+// later records the reasons of a delayed add of key, which the workqueue
+// makes itself once the delay is over.
+func (o *order) later(key string, rs handling.Reasons) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.delayed[key] = rs
+}
+
+// take returns the reasons of key, which came out of the queue for the
+// worker calling it.
+func (o *order) take(key string) handling.Reasons {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	rs := o.popped[key]
+	delete(o.popped, key)
+	return rs
 }
 
 // priorityOf returns the line asked for key, with o.mu held.
 func (o *order) priorityOf(key string) priority {
-	if p, ok := o.wanted[key]; ok {
-		return p
+	if w, ok := o.wanted[key]; ok {
+		return w.p
 	}
 	return priorityHigh
 }
@@ -140,11 +185,28 @@ func (o *order) Pop() string {
 				continue // stale: moved to the fast line since
 			}
 			delete(o.in, e.key)
-			delete(o.wanted, e.key)
+			o.pop(e.key)
 			return e.key
 		}
 	}
 	return ""
+}
+
+// pop moves the reasons of key, which is coming out, where take finds
+// them, with o.mu held. A key no add asked for was added by the workqueue
+// itself: its reason is its last delayed add's.
+func (o *order) pop(key string) {
+	w, ok := o.wanted[key]
+	delete(o.wanted, key)
+	if !ok {
+		if rs, ok := o.delayed[key]; ok {
+			w.reasons = rs
+			delete(o.delayed, key)
+		}
+	}
+	if w.reasons.Len() > 0 {
+		o.popped[key] = w.reasons
+	}
 }
 
 // backoff is a per-key exponential rate limiter with jitter for the

@@ -61,7 +61,7 @@ func TestTheQueueServesChangesBeforeListedKeys(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			q := testQueue(t, testingclock.NewFakeClock(time.Now()))
 			for _, a := range tt.adds {
-				q.add(a.key, a.p)
+				q.add(a.key, a.p, reasonChanged)
 			}
 			if got := drain(q); !slices.Equal(got, tt.want) {
 				t.Errorf("got %q, want %q", got, tt.want)
@@ -73,10 +73,10 @@ func TestTheQueueServesChangesBeforeListedKeys(t *testing.T) {
 func TestAKeyOnAWorkerIsNotHandedOutAgainUntilDone(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	q := testQueue(t, testingclock.NewFakeClock(time.Now()))
-	q.add("a", priorityLow)
+	q.add("a", priorityLow, reasonChanged)
 	key, _ := q.Get()
-	q.add("a", priorityHigh) // changed while being handled
-	q.add("b", priorityLow)
+	q.add("a", priorityHigh, reasonChanged) // changed while being handled
+	q.add("b", priorityLow, reasonChanged)
 	second := make(chan string)
 	go func() {
 		k, _ := q.Get()
@@ -107,19 +107,19 @@ func TestAKeyOnAWorkerIsNotHandedOutAgainUntilDone(t *testing.T) {
 func TestRetriesAndRequeuesWaitTheirDelayThenGoFirst(t *testing.T) {
 	clock := testingclock.NewFakeClock(time.Now())
 	q := testQueue(t, clock)
-	q.add("failing", priorityLow)
+	q.add("failing", priorityLow, reasonChanged)
 	key, _ := q.Get()
 	q.AddRateLimited(key) // a retry, after RetryBaseDelay (with jitter)
 	q.Done(key)
 	q.AddAfter("periodic", time.Second) // a RequeueAfter
-	q.add("listed", priorityLow)
+	q.add("listed", priorityLow, reasonChanged)
 	if got := q.NumRequeues("failing"); got != 1 {
 		t.Errorf("got %d requeues, want 1", got)
 	}
 	if got := drain(q); !slices.Equal(got, []string{"listed"}) {
 		t.Fatalf("got %q before the delays passed, want only the listed key", got)
 	}
-	q.add("listed-2", priorityLow)
+	q.add("listed-2", priorityLow, reasonChanged)
 	// One due key per step: keys that fall due at one step come back in
 	// any order, as client-go's delaying queue may read one of them from
 	// its channel after the step (it is then due at once) and the other
@@ -181,7 +181,7 @@ func FuzzQueueOrder(f *testing.F) {
 				if op&8 != 0 {
 					p = priorityHigh
 				}
-				q.add(key, p)
+				q.add(key, p, reasonChanged)
 				m.add(key, p)
 			case 2: // take the next key
 				if q.Len() != m.len() {
@@ -302,7 +302,7 @@ func TestTheQueueOrderIsSafeWithoutTheWorkqueuesLock(t *testing.T) {
 		wg.Go(func() {
 			for i := range 500 {
 				key := fmt.Sprintf("k%d", (w+i)%7)
-				o.want(key, priority(i%2))
+				o.want(key, priority(i%2), reasonChanged)
 				if i%3 == 0 {
 					o.Touch(key)
 				} else {

@@ -17,6 +17,7 @@
 //	| object     | an object key: "namespace/name" or "name"                 |
 //	| worker     | a worker's index                                          |
 //	| attempt    | the handlings of one key since its last success, from 1   |
+//	| reasons    | why a key was queued since its last handling (a list)     |
 //	| err        | an error                                                  |
 //	| identity   | a leader election or sharding candidate's identity        |
 //	| lease      | a Lease, as "namespace/name"                              |

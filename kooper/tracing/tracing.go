@@ -20,6 +20,7 @@
 //	| kooper.controller | the controller's name                               |
 //	| kooper.object     | the object's key, "namespace/name"                  |
 //	| kooper.attempt    | 1 for the first handling since the last success     |
+//	| kooper.reasons    | why it runs (controller.Reasons), e.g. ["changed"]  |
 //	| kooper.outcome    | success, requeue, error or terminal                 |
 //
 // Errors are recorded on the span and set its status. The API calls made
@@ -51,6 +52,7 @@ const (
 	attrController = attribute.Key("kooper.controller")
 	attrObject     = attribute.Key("kooper.object")
 	attrAttempt    = attribute.Key("kooper.attempt")
+	attrReasons    = attribute.Key("kooper.reasons")
 	attrOutcome    = attribute.Key("kooper.outcome")
 )
 
@@ -78,6 +80,9 @@ func Middleware(tp trace.TracerProvider) controller.Middleware {
 					attrAttempt.Int(info.Attempt),
 				))
 			defer span.End()
+			if span.IsRecording() { // formatting them costs: a no-op tracer pays nothing
+				span.SetAttributes(attrReasons.StringSlice(info.Reasons.Strings()))
+			}
 			err := next.Handle(ctx, obj)
 			span.SetAttributes(attrOutcome.String(outcome(err)))
 			if err != nil {

@@ -3,6 +3,7 @@ package tracing_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/kooperkit/kooper/kooper/controller"
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 	"github.com/kooperkit/kooper/kooper/tracing"
 )
 
@@ -50,5 +52,28 @@ func TestMiddlewareRecordsTheOutcome(t *testing.T) {
 				t.Errorf("got status %v, want %v", s.Status.Code, tt.wantStatus)
 			}
 		})
+	}
+}
+
+// A handling's span says why it runs.
+func TestTheSpanCarriesTheReasons(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	h := controller.Chain(controller.HandlerFunc(func(context.Context, runtime.Object) error { return nil }), tracing.Middleware(tp))
+	var rs handling.Reasons
+	rs.Add(handling.Reason{Why: "created"})
+	rs.Add(handling.Reason{Why: "owned", Detail: "deployments.apps ns/web"})
+	ctx := handling.With(context.Background(), handling.Info{Controller: "c", Key: "ns/web", Attempt: 1, Reasons: rs})
+	if err := h.Handle(ctx, &corev1.Pod{}); err != nil {
+		t.Fatal(err)
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("got %d spans, want 1", len(spans))
+	}
+	attrs := attribute.NewSet(spans[0].Attributes...)
+	want := []string{"created", "owned (deployments.apps ns/web)"}
+	if v, _ := attrs.Value("kooper.reasons"); !slices.Equal(v.AsStringSlice(), want) {
+		t.Errorf("got reasons %q, want %q", v.AsStringSlice(), want)
 	}
 }

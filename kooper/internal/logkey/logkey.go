@@ -10,6 +10,7 @@ const (
 	Object     = "object"     // Object is an object key: "namespace/name" or "name".
 	Worker     = "worker"     // Worker is a worker's index.
 	Attempt    = "attempt"    // Attempt counts handlings of one key since its last success, from 1.
+	Reasons    = "reasons"    // Reasons are why a key was queued since its last handling.
 	Err        = "err"        // Err is an error.
 	Identity   = "identity"   // Identity is a leader election or sharding candidate's identity.
 	Lease      = "lease"      // Lease is a Lease as "namespace/name".

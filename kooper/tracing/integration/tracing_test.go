@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -108,6 +109,10 @@ func TestAHandlingIsASpanWithItsAPICallsAsChildren(t *testing.T) {
 	}
 	if a, _ := attrs.Value("kooper.attempt"); a.AsInt64() != 1 {
 		t.Errorf("got attempt %d, want 1", a.AsInt64())
+	}
+	// The ConfigMap was there before the controller started.
+	if r, _ := attrs.Value("kooper.reasons"); !slices.Equal(r.AsStringSlice(), []string{"initial"}) {
+		t.Errorf("got reasons %q, want [initial]", r.AsStringSlice())
 	}
 	var children []string
 	for _, s := range spans {
