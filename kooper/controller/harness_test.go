@@ -34,9 +34,16 @@ func start(t *testing.T, cfg controller.Config, sources ...controller.Source) (s
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	return runInBackground(t, c.Run)
+}
+
+// runInBackground calls run (a controller's Run or RunWarm) in the
+// background. stop cancels its context and returns its error.
+func runInBackground(t *testing.T, run func(context.Context) error) (stop func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	go func() { done <- run(ctx) }()
 	var once sync.Once
 	var runErr error
 	stop = func() error {

@@ -78,12 +78,9 @@ func TestTheHandlerKnowsWhyItRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	stop := runInBackground(t, c.Run)
 	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -147,15 +144,12 @@ func TestTheHandlerKnowsWhenItRunsAgainAnywayOrLate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
 		leading := make(chan struct{})
-		done := make(chan error, 1)
-		go func() { done <- c.RunWarm(ctx, leading) }()
+		stop := runInBackground(t, func(ctx context.Context) error { return c.RunWarm(ctx, leading) })
 		eventually(t, "the standby's cache syncs", c.HasSynced)
 		close(leading)
 		w.saw(t, "a: takeover")
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	})
@@ -167,9 +161,7 @@ func TestTheHandlerKnowsWhenItRunsAgainAnywayOrLate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- c.Run(ctx) }()
+		stop := runInBackground(t, c.Run)
 		eventually(t, "the cache syncs", c.HasSynced)
 		c.SetValidUntil(time.Now().Add(-time.Minute)) // no right to handle
 		mustAdd(t, cms, ownerCM("a", "uid-a"))
@@ -178,8 +170,7 @@ func TestTheHandlerKnowsWhenItRunsAgainAnywayOrLate(t *testing.T) {
 		// Refused, then queued again a second later: told it was created,
 		// and that it waited.
 		w.saw(t, "a: created, waited")
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Error(err)
 		}
 	})
