@@ -326,6 +326,7 @@ type workQueue struct {
 func (q *workQueue) add(key string, p priority, why handling.Reason) {
 	q.order.want(key, p, why)
 	q.Add(key)
+	q.order.added(key)
 }
 
 func (c *Controller) newQueue() *workQueue {

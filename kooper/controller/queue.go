@@ -66,9 +66,12 @@ type order struct {
 	// goes in the fast line.
 	wanted map[string]wanted
 	// delayed are the reasons of a key's last delayed add (a retry, a
-	// requeue, a wait for the right to handle), given to a handling that
-	// no other add queued.
+	// requeue, a wait for the right to handle), until it comes due.
 	delayed map[string]handling.Reasons
+	// adding counts, per key, the controller's adds in progress (between
+	// want and added): a push or touch of a key with none is the
+	// workqueue's own, a delayed add coming due.
+	adding map[string]int
 	// popped holds the reasons of the keys that came out, until the worker
 	// that took each reads them (take).
 	popped map[string]handling.Reasons
@@ -96,7 +99,7 @@ var _ workqueue.Queue[string] = (*order)(nil)
 func newOrder() *order {
 	return &order{
 		wanted: map[string]wanted{}, delayed: map[string]handling.Reasons{},
-		popped: map[string]handling.Reasons{}, in: map[string]entry{},
+		popped: map[string]handling.Reasons{}, adding: map[string]int{}, in: map[string]entry{},
 	}
 }
 
@@ -110,6 +113,17 @@ func (o *order) want(key string, p priority, r handling.Reason) {
 	}
 	w.reasons.Add(r)
 	o.wanted[key] = w
+	o.adding[key]++
+}
+
+// added says that the workqueue's Add of key that want announced has
+// returned.
+func (o *order) added(key string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.adding[key]--; o.adding[key] <= 0 {
+		delete(o.adding, key)
+	}
 }
 
 // later records the reasons of a delayed add of key, which the workqueue
@@ -142,6 +156,7 @@ func (o *order) priorityOf(key string) priority {
 func (o *order) Push(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.due(key)
 	o.line(key, o.priorityOf(key))
 }
 
@@ -150,6 +165,7 @@ func (o *order) Push(key string) {
 func (o *order) Touch(key string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	o.due(key)
 	if e, ok := o.in[key]; ok && e.p == priorityLow && o.priorityOf(key) == priorityHigh {
 		o.line(key, priorityHigh)
 	}
@@ -192,18 +208,33 @@ func (o *order) Pop() string {
 	return ""
 }
 
-// pop moves the reasons of key, which is coming out, where take finds
-// them, with o.mu held. A key no add asked for was added by the workqueue
-// itself: its reason is its last delayed add's.
-func (o *order) pop(key string) {
-	w, ok := o.wanted[key]
-	delete(o.wanted, key)
-	if !ok {
-		if rs, ok := o.delayed[key]; ok {
-			w.reasons = rs
-			delete(o.delayed, key)
-		}
+// due is called, with o.mu held, when the workqueue pushes or touches
+// key. Outside an add of the controller's (want ... added), the workqueue
+// added key itself: a delayed add came due, and its reasons join the
+// key's. (A key added again while a worker held it is pushed when the
+// worker is done: a delayed add still pending then gives its reasons
+// early, and none when it comes due.)
+func (o *order) due(key string) {
+	rs, ok := o.delayed[key]
+	if !ok || o.adding[key] > 0 {
+		return
 	}
+	delete(o.delayed, key)
+	w, ok := o.wanted[key]
+	if !ok {
+		w.p = priorityHigh // the line of the workqueue's own adds
+	}
+	for _, r := range rs.All() {
+		w.reasons.Add(r)
+	}
+	o.wanted[key] = w
+}
+
+// pop moves the reasons of key, which is coming out, where take finds
+// them, with o.mu held.
+func (o *order) pop(key string) {
+	w := o.wanted[key]
+	delete(o.wanted, key)
 	if w.reasons.Len() > 0 {
 		o.popped[key] = w.reasons
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	"go.uber.org/goleak"
 	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/kooperkit/kooper/kooper/internal/handling"
 )
 
 // testQueue returns a controller queue on clock, shut down at the end.
@@ -303,6 +306,7 @@ func TestTheQueueOrderIsSafeWithoutTheWorkqueuesLock(t *testing.T) {
 			for i := range 500 {
 				key := fmt.Sprintf("k%d", (w+i)%7)
 				o.want(key, priority(i%2), reasonChanged)
+				o.added(key)
 				if i%3 == 0 {
 					o.Touch(key)
 				} else {
@@ -322,5 +326,72 @@ func TestTheQueueOrderIsSafeWithoutTheWorkqueuesLock(t *testing.T) {
 	}
 	if got := o.Pop(); got != "" {
 		t.Errorf("got %q from an empty order, want \"\"", got)
+	}
+}
+
+// The order hands each key's reasons to the handling that takes it: the
+// controller's adds', and a delayed add's once it comes due, whether the
+// key waits then or not. None is left behind.
+func TestTheOrderKeepsEachKeysReasons(t *testing.T) {
+	retry := reasons(handling.Reason{Why: "retry", Detail: "boom"})
+	// add is the controller's add of key: want, the workqueue's push or
+	// touch, added.
+	add := func(o *order, key string, waiting bool) {
+		o.want(key, priorityHigh, reasonChanged)
+		if waiting {
+			o.Touch(key)
+		} else {
+			o.Push(key)
+		}
+		o.added(key)
+	}
+	next := func(o *order) []string {
+		key := o.Pop()
+		return o.take(key).Strings()
+	}
+	tests := []struct {
+		name  string
+		steps func(o *order) [][]string // the reasons of each handling
+	}{
+		{"an add", func(o *order) [][]string {
+			add(o, "k", false)
+			return [][]string{next(o)}
+		}},
+		{"a delayed add coming due", func(o *order) [][]string {
+			o.later("k", retry)
+			o.Push("k") // the workqueue's own add, once the delay is over
+			return [][]string{next(o)}
+		}},
+		{"a delayed add coming due while the key waits", func(o *order) [][]string {
+			add(o, "k", false)
+			o.later("k", retry)
+			o.Touch("k")
+			return [][]string{next(o)}
+		}},
+		{"an add while a delayed add is pending", func(o *order) [][]string {
+			o.later("k", retry)
+			add(o, "k", false)
+			first := next(o)
+			o.Push("k") // the delay is over
+			return [][]string{first, next(o)}
+		}},
+	}
+	want := map[string][][]string{
+		"an add":                   {{"changed"}},
+		"a delayed add coming due": {{"retry (boom)"}},
+		"a delayed add coming due while the key waits": {{"changed", "retry (boom)"}},
+		"an add while a delayed add is pending":        {{"changed"}, {"retry (boom)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := newOrder()
+			got := tt.steps(o)
+			if !reflect.DeepEqual(got, want[tt.name]) {
+				t.Errorf("got reasons %q, want %q", got, want[tt.name])
+			}
+			if len(o.wanted)+len(o.delayed)+len(o.popped)+len(o.adding) != 0 {
+				t.Errorf("left behind: wanted %v, delayed %v, popped %v, adding %v", o.wanted, o.delayed, o.popped, o.adding)
+			}
+		})
 	}
 }

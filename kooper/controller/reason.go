@@ -77,10 +77,11 @@ func (r Reason) String() string { return handling.Reason(r).String() }
 // its object's key since the key's last handling, oldest first, each
 // once, at most the latest 8. Changes seen while a key is being handled
 // are the next handling's reasons. A handling may have several (created,
-// then changed before a worker was free; a child changed while a retry
-// waited) and, rarely, none (two delayed adds of one key, a retry and a
-// requeue, say, coming due one after the other: the first takes the
-// reason). Reasons returns nil for a context that is not a handling's.
+// then changed before a worker was free; a retry came due while a change
+// waited) and, rarely, none (a key changed while being handled, with its
+// retry still pending: the retry's reason comes with the change, and the
+// retry's own handling has none). Reasons returns nil for a context that
+// is not a handling's.
 //
 // The handling's span (kooper/tracing) and its log line when it fails
 // carry the same reasons.
