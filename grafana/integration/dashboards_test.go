@@ -37,6 +37,15 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 	if len(workloads) == 0 {
 		t.Fatal("no operator registers a workload (register, in a file named after it): nothing to scrape")
 	}
+	// The operators, as the binaries users run, with leader election.
+	// They are built before the clock starts: a cold build cache can
+	// take minutes over them, which is not the test's time.
+	root := repoRoot(t)
+	var pkgs []string
+	for _, w := range workloads {
+		pkgs = append(pkgs, "./operators/"+w.name+"/cmd/"+w.name)
+	}
+	bin := build(t, root, pkgs...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	// A cluster of its own for each run: the test installs the CRDs after
@@ -47,21 +56,16 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.Stop() })
-	root := repoRoot(t)
 	c := clients{kube: kubernetes.NewForConfigOrDie(cluster.Config()), kooper: versioned.NewForConfigOrDie(cluster.Config())}
 
 	// The operators' namespaces (their Leases live there). The CRDs come
 	// later, so that the leaders start with caches that cannot sync.
-	var pkgs []string
 	for _, w := range workloads {
 		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "kooper-" + w.name}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		pkgs = append(pkgs, "./operators/"+w.name+"/cmd/"+w.name)
 	}
 
-	// The operators, as the binaries users run, with leader election.
-	bin := build(t, root, pkgs...)
 	addrs := map[string]string{}
 	for _, w := range workloads {
 		addrs[w.name] = freeAddr(t)
