@@ -58,7 +58,7 @@ type limit struct {
 // package under x/ lowers operator and raises experimental: both limits
 // change, with their CHANGELOG.md lines.
 var limits = []limit{
-	{Budget: "operator", Max: 175, Target: 180},
+	{Budget: "operator", Max: 178, Target: 180},
 	{Budget: "experimental", Max: 36, Target: 40},
 	{Budget: configBudget, Max: 12, Target: 12},
 }

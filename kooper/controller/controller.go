@@ -42,6 +42,9 @@ type Controller struct {
 	// handlings by it (handle.go).
 	validity *deadline.Deadline
 	gate     gate
+	// writes are what the handlings wrote, until the caches have seen it
+	// (writes.go).
+	writes *writes
 }
 
 // New validates cfg, applies its defaults and returns a Controller ready to
@@ -83,6 +86,8 @@ func New(cfg Config, sources ...Source) (*Controller, error) {
 	c := &Controller{cfg: cfg, sources: slices.Clone(sources), handler: h, log: logger, retrieve: retrieve, validity: deadline.New(cfg.clock)}
 	c.gate = rightToHandle{c.validity}
 	c.source = newCacheSource(cfg, retrieve.handler())
+	c.writes = newWrites(cfg.clock)
+	c.source.view = c.writes.view()         // the first view: the controller's own cache
 	if err := c.bindSources(); err != nil { // owned.go
 		return nil, err
 	}
@@ -291,6 +296,7 @@ func (c *Controller) drain(r *running, workers *goroutines) error {
 	r.queue.ShutDown()
 	defer c.validity.Stop()
 	err := workers.wait(c.cfg.clock, c.cfg.ShutdownTimeout)
+	c.writes.stop()
 	r.cache.close()
 	r.sources.close()
 	if err != nil {

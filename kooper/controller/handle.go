@@ -22,7 +22,9 @@ import (
 //
 //  1. fetch: the object's latest state, from the cache, and why its key
 //     was queued (reason.go). A key whose object is gone is dropped:
-//     nothing is left to handle.
+//     nothing is left to handle. A key whose caches have not yet seen
+//     what its handlings wrote waits for them out of the queue (caughtUp,
+//     writes.go).
 //  2. admit: the gate a handling must pass before it starts (the right to
 //     handle that SetValidUntil bounds). A key refused is queued again a
 //     second later; a handling the gate cancels, too.
@@ -37,6 +39,10 @@ import (
 // one object is never in two of these at once.
 func (c *Controller) process(ctx context.Context, logger log.Logger, key string, src objects, queue *workQueue) {
 	obj, why, ok := c.fetch(key, src, queue)
+	if !ok {
+		return
+	}
+	why, ok = c.caughtUp(logger, key, why, queue)
 	if !ok {
 		return
 	}
@@ -62,16 +68,36 @@ func (c *Controller) fetch(key string, src objects, queue *workQueue) (runtime.O
 	item, exists, err := src.get(key)
 	if err != nil || !exists {
 		queue.Forget(key)
+		c.writes.forget(key)
 		return nil, why, false
 	}
 	return item.(runtime.Object), why, true
+}
+
+// caughtUp holds key, queued for why, while the caches have not seen what
+// its handlings wrote through a client of TrackWrites (writes.go): false,
+// and the key is queued again once they have, or once it has waited
+// writeWaitBound. Otherwise it returns why, with the reasons of the times
+// the key was held, and records the wait, if there was one.
+func (c *Controller) caughtUp(logger log.Logger, key string, why handling.Reasons, queue *workQueue) (handling.Reasons, bool) {
+	outcome, waited, why := c.writes.check(key, why, queue)
+	switch outcome {
+	case writesHold:
+		return why, false
+	case writesSeen:
+		c.cfg.MetricsRecorder.ObserveCacheWait(c.cfg.Name, true, waited)
+	case writesTimedOut:
+		c.cfg.MetricsRecorder.ObserveCacheWait(c.cfg.Name, false, waited)
+		logger.Warn("handling although the caches have not seen the key's own writes yet", logkey.Object, key, "waited", waited.String(), logkey.Reasons, why.Strings())
+	}
+	return why, true
 }
 
 // call runs the handler on its own copy of obj: the cached object is
 // shared with every later handling and with the informer.
 func (c *Controller) call(ctx context.Context, key string, obj runtime.Object, why handling.Reasons, queue *workQueue) error {
 	hctx, release := handlingContext(ctx, c.cfg.clock, c.cfg.ProcessingTimeout,
-		handling.Info{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1, Reasons: why})
+		handling.Info{Controller: c.cfg.Name, Key: key, Attempt: queue.NumRequeues(key) + 1, Reasons: why, Writes: c.writes})
 	defer release()
 	return c.handler.Handle(hctx, obj.DeepCopyObject())
 }

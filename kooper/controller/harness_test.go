@@ -169,3 +169,6 @@ func (m *metrics) AddQueueLength(_ string, d int)  { m.inc("queue length", d) }
 func (m *metrics) IncRetrieveError(_ string, kind string) {
 	m.inc("retrieve error "+kind, 1)
 }
+func (m *metrics) ObserveCacheWait(_ string, caughtUp bool, _ time.Duration) {
+	m.inc(fmt.Sprintf("cache wait caught up %t", caughtUp), 1)
+}

@@ -41,6 +41,12 @@ type MetricsRecorder interface {
 	// (an answer the Go type cannot hold, ErrDecode) or "api" (any other
 	// failure). A watch that merely closed is not counted.
 	IncRetrieveError(controller string, kind string)
+	// ObserveCacheWait records how long a key whose handler wrote (through
+	// a client of TrackWrites) waited before it was handled again:
+	// caughtUp is true when the caches had seen the writes by then,
+	// false when the wait reached its bound and the key was handled
+	// anyway. Keys that did not wait are not recorded.
+	ObserveCacheWait(controller string, caughtUp bool, d time.Duration)
 }
 
 // Sources passed to MetricsRecorder.IncQueuedEvent: where a queued key
@@ -72,14 +78,15 @@ const (
 
 type noopRecorder struct{}
 
-func (noopRecorder) IncQueuedEvent(string, string)               {}
-func (noopRecorder) ObserveQueueWait(string, time.Duration)      {}
-func (noopRecorder) ObserveHandling(string, bool, time.Duration) {}
-func (noopRecorder) IncRetry(string)                             {}
-func (noopRecorder) IncDropped(string, string)                   {}
-func (noopRecorder) IncPanic(string)                             {}
-func (noopRecorder) AddQueueLength(string, int)                  {}
-func (noopRecorder) IncRetrieveError(string, string)             {}
+func (noopRecorder) IncQueuedEvent(string, string)                {}
+func (noopRecorder) ObserveQueueWait(string, time.Duration)       {}
+func (noopRecorder) ObserveHandling(string, bool, time.Duration)  {}
+func (noopRecorder) IncRetry(string)                              {}
+func (noopRecorder) IncDropped(string, string)                    {}
+func (noopRecorder) IncPanic(string)                              {}
+func (noopRecorder) AddQueueLength(string, int)                   {}
+func (noopRecorder) IncRetrieveError(string, string)              {}
+func (noopRecorder) ObserveCacheWait(string, bool, time.Duration) {}
 
 // queueMetrics lets client-go's workqueue report the two things only it can
 // see, queue length and time in queue, to a MetricsRecorder. Everything else

@@ -264,6 +264,7 @@ func (s *source) open(ctx context.Context, c *Controller) (*openSource, error) {
 		idle:      idle,
 		onIdle:    idleLogger(c.log.With(keyResource, s.what), idle),
 		clock:     c.cfg.clock,
+		view:      c.writes.view(),
 	}.open(ctx, h, opts)
 	if err == nil {
 		err = addIndex(open.informer, s.index, s.indexFunc)

@@ -231,6 +231,9 @@ func (m *namedMetrics) IncDropped(name, _ string)         { m.saw(name, "") }
 func (m *namedMetrics) IncPanic(name string)              { m.saw(name, "") }
 func (m *namedMetrics) AddQueueLength(name string, _ int) { m.saw(name, "") }
 func (m *namedMetrics) IncRetrieveError(name, _ string)   { m.saw(name, "") }
+func (m *namedMetrics) ObserveCacheWait(name string, _ bool, _ time.Duration) {
+	m.saw(name, "")
+}
 func (m *namedMetrics) seen() (names, sources []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -166,6 +166,9 @@ type listerWatcher struct {
 	idle   time.Duration
 	onIdle func()
 	clock  clock.WithDelayedExecution
+	// view, if not nil, is in the context of every list and watch, for
+	// TrackWrites's transport to tell what the cache lists (writes.go).
+	view *cacheView
 }
 
 var (
@@ -174,7 +177,7 @@ var (
 )
 
 func (l listerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return l.r.List(l.ctx, opts)
+	return l.ListWithContext(l.ctx, opts)
 }
 
 func (l listerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
@@ -182,10 +185,11 @@ func (l listerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 }
 
 func (l listerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	return l.r.List(ctx, opts)
+	return l.r.List(l.viewed(ctx), opts)
 }
 
 func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	ctx = l.viewed(ctx)
 	if l.idle <= 0 {
 		return l.r.Watch(ctx, opts)
 	}
@@ -194,6 +198,14 @@ func (l listerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOpt
 		onIdle = func() {}
 	}
 	return watchUnanswered(ctx, l.clock, l.r, opts, l.idle, onIdle)
+}
+
+// viewed returns ctx carrying l's view, if any.
+func (l listerWatcher) viewed(ctx context.Context) context.Context {
+	if l.view == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, viewKey{}, l.view)
 }
 
 // IsWatchListSemanticsUnSupported forwards the Retriever's marker: hiding it

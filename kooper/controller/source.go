@@ -76,6 +76,9 @@ type ownInformer struct {
 	idle      time.Duration // WithWatchIdleTimeout
 	onIdle    func()
 	clock     clock.WithDelayedExecution
+	// view, if not nil, learns what the cache lists and reports what it
+	// has seen (writes.go).
+	view *cacheView
 }
 
 // idleLogger says that a silent watch is being restarted.
@@ -86,7 +89,7 @@ func idleLogger(logger log.Logger, idle time.Duration) func() {
 }
 
 func (s ownInformer) open(ctx context.Context, h cache.ResourceEventHandler, opts cache.HandlerOptions) (*openCache, error) {
-	lw := listerWatcher{ctx: ctx, r: s.retriever, idle: s.idle, onIdle: s.onIdle, clock: s.clock}
+	lw := listerWatcher{ctx: ctx, r: s.retriever, idle: s.idle, onIdle: s.onIdle, clock: s.clock, view: s.view}
 	informer, reg, stopped, err := startInformer(ctx, lw, s.resync, s.onError, h, opts)
 	if err != nil {
 		return nil, err
@@ -118,6 +121,9 @@ func startInformer(ctx context.Context, lw listerWatcher, resyncCheck time.Durat
 	reg, err := informer.AddEventHandlerWithOptions(h, opts)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("could not register the event handler: %w", err)
+	}
+	if lw.view != nil {
+		lw.view.store = informer.GetIndexer()
 	}
 	done := make(chan struct{})
 	go func() {

@@ -59,6 +59,7 @@ const (
 	QueueLength    = "kooper_controller_queue_length"
 	Leader         = "kooper_controller_leader"
 	RetrieveErrors = "kooper_controller_retrieve_errors_total"
+	CacheWait      = "kooper_controller_cache_wait_seconds"
 
 	ShardingSlots      = "kooper_sharding_slots"
 	ShardingGroupSlots = "kooper_sharding_group_slots"
@@ -92,6 +93,7 @@ var families = []Family{
 	{QueueLength, Gauge, []string{"controller"}, "keys waiting in the queue now", Library},
 	{Leader, Gauge, []string{"controller"}, "1 while this process holds the Lease named controller, 0 otherwise (only with leader election)", Library},
 	{RetrieveErrors, Counter, []string{"controller", "kind"}, "failed lists and watches of the cache: kind decode (an object the Go type cannot hold; nothing of that type is handled until it is fixed or deleted) or api", Library},
+	{CacheWait, Histogram, []string{"controller", "caught_up"}, "time a key whose handler wrote through a client of controller.TrackWrites was held before it was handled again, until the controller's caches had seen those writes; caught_up is false when the wait reached its bound (10s) and the key was handled anyway. Keys that did not wait are not counted, and a controller without TrackWrites has the series at 0", Library},
 
 	{ShardingSlots, Gauge, []string{"group", "mode"}, "slots of the sharded group (sharding.Config.Name) this replica owns, by mode: server-side or client-side; summed over the replicas it equals kooper_sharding_group_slots once the slots have settled", Sharding},
 	{ShardingGroupSlots, Gauge, []string{"group"}, "slots of the sharded group, shared among its replicas (sharding.Config.Slots)", Sharding},

@@ -197,6 +197,24 @@ func queuePanels() []Panel {
 				Legend: "{{controller}}",
 			}},
 		},
+		{
+			Title:       "Waits for the caches per second, by outcome",
+			Description: "Keys held after their handler wrote (through a client of controller.TrackWrites) until the controller's caches had seen those writes: caught_up=true once they had, false when the wait reached its 10s bound and the key was handled anyway, maybe on a stale cache. Keys that did not wait are not counted; zero for a controller without TrackWrites.",
+			Unit:        "ops",
+			Targets: []Target{{
+				Expr:   "sum by (controller, caught_up) (" + rate(sel(catalog.CacheWait+"_count")) + ")",
+				Legend: "{{controller}} caught_up={{caught_up}}",
+			}},
+		},
+		{
+			Title:       "Time waiting for the caches (p50, p99)",
+			Description: "How long keys were held until the caches had seen their handler's writes, both outcomes together: a p99 at the 10s bound means a cache that lags or never sees the writes (an object its label selector no longer matches). Empty while no key waits.",
+			Unit:        "s",
+			Targets: []Target{
+				{Expr: quantile("0.5", catalog.CacheWait), Legend: "{{controller}} p50"},
+				{Expr: quantile("0.99", catalog.CacheWait), Legend: "{{controller}} p99"},
+			},
+		},
 	}
 }
 

@@ -17,6 +17,9 @@ type Info struct {
 	// Reasons are what queued the key since its last handling
 	// (controller.Reasons).
 	Reasons Reasons
+	// Writes, if not nil, is told what the handling writes through a
+	// client of controller.TrackWrites.
+	Writes Writes
 }
 
 // Reason is one thing that queued a key: what happened (Why) and, for
@@ -110,4 +113,25 @@ func With(ctx context.Context, info Info) context.Context {
 func From(ctx context.Context) (Info, bool) {
 	info, ok := ctx.Value(key{}).(Info)
 	return info, ok
+}
+
+// Writes is told what a handling wrote (controller's read-your-own-writes,
+// TrackWrites).
+type Writes interface {
+	// Wrote records that the handling of key wrote w.
+	Wrote(key string, w Write)
+}
+
+// Write is one successful write: the object written and the
+// resourceVersion the API server answered.
+type Write struct {
+	// Group and Resource name the resource ("" and "pods", "apps" and
+	// "deployments").
+	Group, Resource string
+	// Namespace ("" for a cluster-scoped object) and Name name the object.
+	Namespace, Name string
+	// Labels are the object's labels, as written.
+	Labels map[string]string
+	// ResourceVersion is the object's version after the write.
+	ResourceVersion string
 }

@@ -23,6 +23,9 @@ func TestRecordingDoesNotAllocate(t *testing.T) {
 		rec.IncDropped(name, "max_retries")
 		rec.IncPanic(name)
 		rec.AddQueueLength(name, 1)
+		rec.IncRetrieveError(name, "api")
+		rec.ObserveCacheWait(name, true, time.Millisecond)
+		rec.ObserveCacheWait(name, false, time.Millisecond)
 	})
 	if got != 0 {
 		t.Errorf("got %v allocations per run, want 0", got)

@@ -13,19 +13,20 @@
 //
 // # Metrics
 //
-//	| metric                                    | type      | labels              | meaning                                |
-//	|-------------------------------------------|-----------|---------------------|----------------------------------------|
-//	| kooper_controller_queued_events_total     | counter   | controller, source  | keys added to the queue                |
-//	| kooper_controller_queue_wait_seconds      | histogram | controller          | time a key waited in the queue         |
-//	| kooper_controller_handle_duration_seconds | histogram | controller, success | time a handler call took               |
-//	| kooper_controller_retries_total           | counter   | controller          | failed handlings that will be retried  |
-//	| kooper_controller_dropped_total           | counter   | controller, reason  | failed keys given up on                |
-//	| kooper_controller_handler_panics_total    | counter   | controller          | handler panics (recovered, retried)    |
-//	| kooper_controller_queue_length            | gauge     | controller          | keys waiting in the queue now          |
-//	| kooper_controller_leader                  | gauge     | controller          | 1 while leading, 0 otherwise           |
-//	| kooper_controller_retrieve_errors_total   | counter   | controller, kind    | failed lists and watches of the cache  |
-//	| kooper_sharding_slots                     | gauge     | group, mode         | slots of the group this replica owns   |
-//	| kooper_sharding_group_slots               | gauge     | group               | slots of the group, over all replicas  |
+//	| metric                                    | type      | labels                | meaning                                |
+//	|-------------------------------------------|-----------|-----------------------|----------------------------------------|
+//	| kooper_controller_queued_events_total     | counter   | controller, source    | keys added to the queue                |
+//	| kooper_controller_queue_wait_seconds      | histogram | controller            | time a key waited in the queue         |
+//	| kooper_controller_handle_duration_seconds | histogram | controller, success   | time a handler call took               |
+//	| kooper_controller_retries_total           | counter   | controller            | failed handlings that will be retried  |
+//	| kooper_controller_dropped_total           | counter   | controller, reason    | failed keys given up on                |
+//	| kooper_controller_handler_panics_total    | counter   | controller            | handler panics (recovered, retried)    |
+//	| kooper_controller_queue_length            | gauge     | controller            | keys waiting in the queue now          |
+//	| kooper_controller_leader                  | gauge     | controller            | 1 while leading, 0 otherwise           |
+//	| kooper_controller_retrieve_errors_total   | counter   | controller, kind      | failed lists and watches of the cache  |
+//	| kooper_controller_cache_wait_seconds      | histogram | controller, caught_up | time held until caches saw its writes  |
+//	| kooper_sharding_slots                     | gauge     | group, mode           | slots of the group this replica owns   |
+//	| kooper_sharding_group_slots               | gauge     | group                 | slots of the group, over all replicas  |
 //
 // RegisterRESTClientMetrics adds client-go's REST client metrics, for every
 // client of the process (see its documentation for why they are process-wide):
@@ -49,6 +50,11 @@
 //   - success is "true" when the handler returned nil, including a
 //     RequeueAfter request, and "false" otherwise.
 //   - reason is "max_retries" or "terminal".
+//   - caught_up is "true" when a key held after its handler's writes
+//     (through a client of controller.TrackWrites) was released because the
+//     controller's caches had seen them, and "false" when the wait reached
+//     its bound (10s) and the key was handled anyway. Keys that did not wait
+//     are not counted.
 //   - kind is "decode" when the API server's answer could not be decoded into
 //     the Retriever's Go type (one bad object blocks the whole cache until it
 //     is fixed or deleted) and "api" for any other failure.
@@ -74,9 +80,9 @@
 // at different moments may briefly count a moved slot twice. A replica whose
 // mode changes keeps no series for the old one.
 //
-// Both histograms, like those of [RegisterRESTClientMetrics], have 16
+// The three histograms, like those of [RegisterRESTClientMetrics], have 16
 // buckets from 1ms doubling to about 33s (32.768s), which covers a handler making a few API calls as
-// well as a key waiting out a retry backoff.
+// well as a key waiting out a retry backoff or its caches.
 //
 // A registry holds one Recorder: calling New twice with the same registerer
 // returns an error wrapping prometheus.AlreadyRegisteredError. Create one

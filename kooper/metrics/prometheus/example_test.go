@@ -40,6 +40,7 @@ func ExampleNew() {
 	// endregion: new
 
 	// Output:
+	// kooper_controller_cache_wait_seconds HISTOGRAM
 	// kooper_controller_dropped_total COUNTER
 	// kooper_controller_handle_duration_seconds HISTOGRAM
 	// kooper_controller_handler_panics_total COUNTER

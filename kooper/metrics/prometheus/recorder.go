@@ -21,6 +21,7 @@ const (
 	labelKind       = "kind"
 	labelGroup      = "group"
 	labelMode       = "mode"
+	labelCaughtUp   = "caught_up"
 )
 
 // sources are the values of the source label that get a cached series per
@@ -56,6 +57,7 @@ type Recorder struct {
 	queueLen  *prom.GaugeVec
 	leader    *prom.GaugeVec
 	retrieve  *prom.CounterVec
+	cacheWait *prom.HistogramVec
 
 	// The sharding gauges, and the mode last given to SetShards by group,
 	// so that a new mode's series replaces the old one's.
@@ -84,6 +86,8 @@ type children struct {
 	panics                      prom.Counter
 	queueLen                    prom.Gauge
 	retrieveDecode, retrieveAPI prom.Counter
+	cacheWaitCaughtUp           prom.Observer
+	cacheWaitTimedOut           prom.Observer
 }
 
 // New creates a Recorder and registers its metrics on reg. Registration is
@@ -140,6 +144,11 @@ func newRecorder(reg prom.Registerer, buckets []float64) (*Recorder, error) {
 			Name: "kooper_controller_retrieve_errors_total",
 			Help: "Failed lists and watches of a controller's cache, by kind: decode (an answer the Go type cannot hold) or api.",
 		}, []string{labelController, labelKind}),
+		cacheWait: prom.NewHistogramVec(prom.HistogramOpts{
+			Name:    "kooper_controller_cache_wait_seconds",
+			Help:    "Time an object key whose handler wrote through a TrackWrites client was held before it was handled again, until the controller's caches had seen those writes; caught_up is false when the wait reached its bound (10s) and the key was handled anyway. Keys that did not wait are not counted.",
+			Buckets: buckets,
+		}, []string{labelController, labelCaughtUp}),
 		slots: prom.NewGaugeVec(prom.GaugeOpts{
 			Name: "kooper_sharding_slots",
 			Help: "Slots of a sharded controller's group that this replica owns, by mode: server-side or client-side.",
@@ -151,9 +160,9 @@ func newRecorder(reg prom.Registerer, buckets []float64) (*Recorder, error) {
 		modes: map[string]string{},
 	}
 
-	// One collector for all eleven metrics, so that registration either
+	// One collector for all twelve metrics, so that registration either
 	// succeeds for all of them or changes nothing.
-	all := collectors{r.queued, r.queueWait, r.handle, r.retries, r.dropped, r.panics, r.queueLen, r.leader, r.retrieve, r.slots, r.groupSlots}
+	all := collectors{r.queued, r.queueWait, r.handle, r.retries, r.dropped, r.panics, r.queueLen, r.leader, r.retrieve, r.cacheWait, r.slots, r.groupSlots}
 	if err := reg.Register(all); err != nil {
 		if errors.As(err, new(prom.AlreadyRegisteredError)) {
 			return nil, fmt.Errorf("could not register controller metrics, share one Recorder per registry instead of creating another: %w", err)
@@ -256,6 +265,19 @@ func (r *Recorder) IncRetrieveError(controllerName string, kind string) {
 	}
 }
 
+// ObserveCacheWait implements controller.MetricsRecorder.
+func (r *Recorder) ObserveCacheWait(controller string, caughtUp bool, d time.Duration) {
+	if r == nil {
+		return
+	}
+	c := r.forController(controller)
+	if caughtUp {
+		c.cacheWaitCaughtUp.Observe(d.Seconds())
+	} else {
+		c.cacheWaitTimedOut.Observe(d.Seconds())
+	}
+}
+
 // SetLeader sets kooper_controller_leader for name, the controller or lease
 // the election is for: 1 when leading is true, 0 otherwise. A leader election
 // runner calls it on every transition, starting with false while it waits.
@@ -318,6 +340,8 @@ func (r *Recorder) forController(name string) *children {
 	// endregion: series-at-zero
 	c.retrieveDecode = r.retrieve.WithLabelValues(name, "decode")
 	c.retrieveAPI = r.retrieve.WithLabelValues(name, "api")
+	c.cacheWaitCaughtUp = r.cacheWait.WithLabelValues(name, strconv.FormatBool(true))
+	c.cacheWaitTimedOut = r.cacheWait.WithLabelValues(name, strconv.FormatBool(false))
 	// Two goroutines may build children for the same name at once; both get
 	// the same underlying series from the vecs, and the first stored wins.
 	actual, _ := r.children.LoadOrStore(name, c)

@@ -58,6 +58,8 @@ func recordEverything(rec *kooperprom.Recorder) {
 	rec.IncRetrieveError("pods", "decode")
 	rec.AddQueueLength("pods", 3)
 	rec.AddQueueLength("pods", -1)
+	rec.ObserveCacheWait("pods", true, 300*time.Millisecond)
+	rec.ObserveCacheWait("pods", false, 10*time.Second)
 	rec.SetLeader("pods", true)
 	rec.SetLeader("standby", false)
 	rec.SetShards("tenants", string(sharding.ModeServerSide), 8, 32)
@@ -111,6 +113,18 @@ func TestGatherAndCompare(t *testing.T) {
 	recordEverything(rec)
 
 	const want = `
+# HELP kooper_controller_cache_wait_seconds Time an object key whose handler wrote through a TrackWrites client was held before it was handled again, until the controller's caches had seen those writes; caught_up is false when the wait reached its bound (10s) and the key was handled anyway. Keys that did not wait are not counted.
+# TYPE kooper_controller_cache_wait_seconds histogram
+kooper_controller_cache_wait_seconds_bucket{caught_up="false",controller="pods",le="0.1"} 0
+kooper_controller_cache_wait_seconds_bucket{caught_up="false",controller="pods",le="1"} 0
+kooper_controller_cache_wait_seconds_bucket{caught_up="false",controller="pods",le="+Inf"} 1
+kooper_controller_cache_wait_seconds_sum{caught_up="false",controller="pods"} 10
+kooper_controller_cache_wait_seconds_count{caught_up="false",controller="pods"} 1
+kooper_controller_cache_wait_seconds_bucket{caught_up="true",controller="pods",le="0.1"} 0
+kooper_controller_cache_wait_seconds_bucket{caught_up="true",controller="pods",le="1"} 1
+kooper_controller_cache_wait_seconds_bucket{caught_up="true",controller="pods",le="+Inf"} 1
+kooper_controller_cache_wait_seconds_sum{caught_up="true",controller="pods"} 0.3
+kooper_controller_cache_wait_seconds_count{caught_up="true",controller="pods"} 1
 # HELP kooper_controller_dropped_total Failed object keys a controller gave up on, by reason: max_retries or terminal.
 # TYPE kooper_controller_dropped_total counter
 kooper_controller_dropped_total{controller="pods",reason="max_retries"} 1
@@ -207,6 +221,8 @@ func TestFirstUseCreatesSeriesAtZero(t *testing.T) {
 		{"kooper_controller_queue_length", map[string]string{"controller": "pods"}},
 		{"kooper_controller_retrieve_errors_total", map[string]string{"controller": "pods", "kind": "decode"}},
 		{"kooper_controller_retrieve_errors_total", map[string]string{"controller": "pods", "kind": "api"}},
+		{"kooper_controller_cache_wait_seconds", map[string]string{"controller": "pods", "caught_up": "true"}},
+		{"kooper_controller_cache_wait_seconds", map[string]string{"controller": "pods", "caught_up": "false"}},
 	}
 	for _, z := range zero {
 		if got := value(t, reg, z.name, z.labels); got != 0 {
@@ -326,6 +342,32 @@ kooper_sharding_slots{group="tenants",mode="server-side"} 8`,
 ` + tt.wantSlots + "\n"
 			if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kooper_sharding_slots", "kooper_sharding_group_slots"); err != nil {
 				t.Error(err)
+			}
+		})
+	}
+}
+
+func TestCacheWaitsAreObservedByOutcome(t *testing.T) {
+	tests := []struct {
+		name string
+		// The caughtUp of each call.
+		calls               []bool
+		wantTrue, wantFalse float64
+	}{
+		{name: "a key released once the caches caught up", calls: []bool{true}, wantTrue: 1},
+		{name: "a key handled anyway at the bound", calls: []bool{false}, wantFalse: 1},
+		{name: "each outcome is counted apart", calls: []bool{true, false, true}, wantTrue: 2, wantFalse: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rec, reg := newRecorder(t)
+			for _, caughtUp := range tt.calls {
+				rec.ObserveCacheWait("pods", caughtUp, 20*time.Millisecond)
+			}
+			for caughtUp, want := range map[string]float64{"true": tt.wantTrue, "false": tt.wantFalse} {
+				if got := value(t, reg, "kooper_controller_cache_wait_seconds", map[string]string{"controller": "pods", "caught_up": caughtUp}); got != want {
+					t.Errorf("got %v waits with caught_up=%s, want %v", got, caughtUp, want)
+				}
 			}
 		})
 	}
@@ -478,12 +520,13 @@ func TestTheHistogramsHave16BucketsFrom1msTo33s(t *testing.T) {
 	rec, reg := newRecorder(t)
 	rec.ObserveQueueWait("pods", 500*time.Millisecond)
 	rec.ObserveHandling("pods", true, 500*time.Millisecond)
+	rec.ObserveCacheWait("pods", true, 500*time.Millisecond)
 
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{"kooper_controller_queue_wait_seconds": true, "kooper_controller_handle_duration_seconds": true}
+	want := map[string]bool{"kooper_controller_queue_wait_seconds": true, "kooper_controller_handle_duration_seconds": true, "kooper_controller_cache_wait_seconds": true}
 	for _, mf := range mfs {
 		if !want[mf.GetName()] {
 			continue
@@ -512,6 +555,8 @@ func TestNilRecorderRecordsNothing(t *testing.T) {
 	mr.IncDropped("pods", "terminal")
 	mr.IncPanic("pods")
 	mr.AddQueueLength("pods", 1)
+	mr.IncRetrieveError("pods", "api")
+	mr.ObserveCacheWait("pods", true, time.Second)
 	rec.SetLeader("pods", true)
 	rec.SetShards("tenants", string(sharding.ModeServerSide), 8, 32)
 }
@@ -539,6 +584,7 @@ func TestConcurrentUse(t *testing.T) {
 				rec.IncRetry(name)
 				rec.IncDropped(name, "terminal")
 				rec.IncPanic(name)
+				rec.ObserveCacheWait(name, i%2 == 0, time.Millisecond)
 				rec.AddQueueLength(name, -1)
 				rec.SetLeader(name, i%2 == 0)
 				rec.SetShards(name, string(modes[(g+i)%len(modes)]), i%4, 4)
@@ -576,7 +622,7 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 // docRow matches a row of the metric table in doc.go.
-var docRow = regexp.MustCompile(`^//\t\| (kooper_[a-z_]+) +\| ([a-z]+) +\| ([a-z, ]+?) +\|`)
+var docRow = regexp.MustCompile(`^//\t\| (kooper_[a-z_]+) +\| ([a-z]+) +\| ([a-z_, ]+?) +\|`)
 
 func TestDocTableListsEveryMetric(t *testing.T) {
 	src, err := os.ReadFile("doc.go")

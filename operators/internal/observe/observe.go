@@ -19,8 +19,9 @@ import (
 
 // Setup is what an operator builds its clients and controllers with.
 type Setup struct {
-	// REST is the client config to build clients from: a copy
-	// instrumented for tracing, or the one given. Either way it keeps the
+	// REST is the client config to build clients from: a copy of the one
+	// given whose clients' writes the controllers track
+	// (controller.TrackWrites), instrumented for tracing if asked. It keeps the
 	// given RateLimiter, if any: clientsets built from it then share that
 	// limiter. A client that must wait behind no other (leader election's,
 	// say) is built from a copy with RateLimiter nil and QPS and Burst of
@@ -38,9 +39,11 @@ type Setup struct {
 // middleware.
 func New(cfg *rest.Config, reg prom.Registerer, tp trace.TracerProvider, own ...prom.Collector) (Setup, error) {
 	// region: new
-	s := Setup{REST: cfg}
+	// Every client built from s.REST tells the controllers what their
+	// handlers write: a key is not handled again before the caches have
+	// seen its handler's own writes.
+	s := Setup{REST: controller.TrackWrites(cfg)}
 	if tp != nil {
-		s.REST = rest.CopyConfig(cfg)
 		tracing.InstrumentClient(s.REST, tp)
 		s.Middlewares = []controller.Middleware{tracing.Middleware(tp)}
 	}
