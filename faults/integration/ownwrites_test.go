@@ -158,20 +158,7 @@ func startOwnWrites(t *testing.T, track bool) *ownWrites {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(runCtx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatalf("Run did not return 30s after its context was cancelled")
-		}
-	})
+	runInTest(t, c)
 	// The parent is handled once before the latency begins: it creates
 	// the first child, which the burst then deletes.
 	deadline := time.Now().Add(30 * time.Second)

@@ -175,7 +175,18 @@ func startStalling(t *testing.T, cfg controller.Config, idleTimeout time.Duratio
 	if err != nil {
 		t.Fatal(err)
 	}
-	runCtx, cancel := context.WithCancel(ctx)
+	runInTest(t, c)
+	if _, ok := s.handled(cm.ResourceVersion, time.Now().Add(30*time.Second)); !ok {
+		t.Fatalf("cm-0 not handled 30s after Run; log:\n%s", s.log)
+	}
+	return s
+}
+
+// runInTest runs c until the test ends, then fails it if Run does not
+// return or leaves goroutines behind.
+func runInTest(t *testing.T, c *controller.Controller) {
+	t.Helper()
+	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- c.Run(runCtx) }()
 	t.Cleanup(func() {
@@ -196,10 +207,6 @@ func startStalling(t *testing.T, cfg controller.Config, idleTimeout time.Duratio
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
-	if _, ok := s.handled(cm.ResourceVersion, time.Now().Add(30*time.Second)); !ok {
-		t.Fatalf("cm-0 not handled 30s after Run; log:\n%s", s.log)
-	}
-	return s
 }
 
 // change updates cm-0 n times and returns its latest version.
