@@ -187,6 +187,15 @@ func Test$PluralEndToEnd(t *testing.T) {
 			return err == nil && obj.UID != old.UID
 		})
 	})
+
+	// The operator's clients come from observe's TrackWrites config: a
+	// $Kind whose handling applied its children and its status is not
+	// handled again before the caches have seen those writes. Whether the
+	// key came out of the queue before then is timing (one owner may never
+	// wait): the series must exist, and the counts are logged.
+	t.Run("the cache waits are measured", func(t *testing.T) {
+		e2etest.CheckCacheWaits(t, "http://"+httpAddr+"/metrics", operator.DefaultName, 0)
+	})
 `)
 	}
 	f.code(`

@@ -9,7 +9,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +23,9 @@ import (
 	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/hack/tools"
@@ -165,6 +170,81 @@ func CheckMetrics(t testing.TB, url string) {
 	cmd.Stdin = bytes.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil || len(bytes.TrimSpace(out)) > 0 {
 		t.Errorf("promtool check metrics on %s: %v\n%s", url, err, out)
+	}
+}
+
+// Scrape reads what url (an operator's /metrics) serves, in Prometheus's
+// text format, as a Gatherer for Metric: the metrics as Prometheus sees
+// them, read once.
+func Scrape(t testing.TB, url string) prom.Gatherer {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		t.Fatalf("GET %s: %d %.200q", url, resp.StatusCode, body)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	all := slices.Collect(maps.Values(families))
+	return prom.GathererFunc(func() ([]*dto.MetricFamily, error) { return all, nil })
+}
+
+// cacheWait is the histogram of the times a controller held a key until
+// its caches had seen what the key's handler wrote (controller.TrackWrites).
+const cacheWait = "kooper_controller_cache_wait_seconds"
+
+// CheckCacheWaits polls url (an operator's /metrics, every 100ms) until
+// the controller named controller has held a key at least once for its
+// caches to see its handler's own writes (cacheWait's count, over
+// caught_up), and fails the test if it has not within timeout, or if the
+// histogram has no series of the controller (its clients are not built
+// from a TrackWrites config, or it has had no event). It logs the counts
+// by caught_up: true, the caches saw the writes; false, the wait reached
+// its bound and the key was handled anyway. With timeout 0 it reads once
+// and requires only the series: a key waits only if it comes out of the
+// queue in the moment between its handling's last write and that write's
+// event, which a small workload may never give.
+func CheckCacheWaits(t testing.TB, url, controller string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		g := Scrape(t, url)
+		families, err := g.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(families, func(f *dto.MetricFamily) bool {
+			return f.GetName() == cacheWait && slices.ContainsFunc(f.GetMetric(), func(m *dto.Metric) bool {
+				return slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == "controller" && l.GetValue() == controller })
+			})
+		}) {
+			t.Fatalf("%s has no series of controller %q at %s", cacheWait, controller, url)
+		}
+		counts := map[string]float64{}
+		for _, caughtUp := range []string{"true", "false"} {
+			counts[caughtUp] = Metric(t, g, cacheWait, map[string]string{"controller": controller, "caught_up": caughtUp})
+		}
+		summary := fmt.Sprintf("%s_count{controller=%q}: caught_up=\"true\" %v, caught_up=\"false\" %v", cacheWait, controller, counts["true"], counts["false"])
+		if timeout == 0 {
+			t.Logf("%s (not required above zero here)", summary)
+			return
+		}
+		if counts["true"]+counts["false"] > 0 {
+			t.Logf("%s: keys that waited for the caches to see their handlings' own writes", summary)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("%s after %s: no key waited for the caches to see its handlings' own writes, want at least one", summary, timeout)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

@@ -3,9 +3,13 @@ package e2etest_test
 import (
 	"context"
 	"net"
+	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	prom "github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
 
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
@@ -78,4 +82,82 @@ func TestFreeAddrNeverReturnsAnAddressTwice(t *testing.T) {
 		}
 		_ = l.Close()
 	}
+}
+
+// serve serves reg's metrics as an operator's /metrics does, until the
+// test ends, and returns their URL.
+func serve(t *testing.T, reg *prom.Registry) string {
+	t.Helper()
+	srv := httptest.NewServer(promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/metrics"
+}
+
+func TestScrapeReadsWhatMetricReads(t *testing.T) {
+	reg := prom.NewRegistry()
+	c := prom.NewCounterVec(prom.CounterOpts{Name: "c_total", Help: "c"}, []string{"kind"})
+	h := prom.NewHistogramVec(prom.HistogramOpts{Name: "h_seconds", Help: "h"}, []string{"kind"})
+	reg.MustRegister(c, h)
+	c.WithLabelValues("a").Add(2)
+	c.WithLabelValues("b").Add(5)
+	h.WithLabelValues("a").Observe(1)
+	h.WithLabelValues("b").Observe(1)
+	h.WithLabelValues("b").Observe(2)
+	scraped := e2etest.Scrape(t, serve(t, reg))
+	for _, q := range []struct {
+		name   string
+		labels map[string]string
+	}{{"c_total", nil}, {"c_total", map[string]string{"kind": "b"}}, {"h_seconds", nil}, {"h_seconds", map[string]string{"kind": "b"}}, {"missing", nil}} {
+		if got, want := e2etest.Metric(t, scraped, q.name, q.labels), e2etest.Metric(t, reg, q.name, q.labels); got != want {
+			t.Errorf("Metric(%s, %v): got %v scraped, want %v as gathered", q.name, q.labels, got, want)
+		}
+	}
+}
+
+func TestCheckCacheWaits(t *testing.T) {
+	newWaits := func() (*prom.Registry, *prom.HistogramVec) {
+		reg := prom.NewRegistry()
+		h := prom.NewHistogramVec(prom.HistogramOpts{Name: "kooper_controller_cache_wait_seconds", Help: "h"}, []string{"controller", "caught_up"})
+		reg.MustRegister(h)
+		for _, name := range []string{"op", "other"} {
+			h.WithLabelValues(name, "true")
+			h.WithLabelValues(name, "false")
+		}
+		return reg, h
+	}
+	t.Run("a wait of the controller passes", func(t *testing.T) {
+		reg, h := newWaits()
+		h.WithLabelValues("op", "false").Observe(10)
+		r := &errorRecorder{TB: t}
+		e2etest.CheckCacheWaits(r, serve(t, reg), "op", 0)
+		if len(r.errors) > 0 {
+			t.Errorf("got errors %q, want none", r.errors)
+		}
+	})
+	t.Run("a wait that comes while it polls passes", func(t *testing.T) {
+		reg, h := newWaits()
+		time.AfterFunc(300*time.Millisecond, func() { h.WithLabelValues("op", "true").Observe(0.01) })
+		r := &errorRecorder{TB: t}
+		e2etest.CheckCacheWaits(r, serve(t, reg), "op", 10*time.Second)
+		if len(r.errors) > 0 {
+			t.Errorf("got errors %q, want none", r.errors)
+		}
+	})
+	t.Run("with no timeout, no wait passes: the series are there", func(t *testing.T) {
+		reg, _ := newWaits()
+		r := &errorRecorder{TB: t}
+		e2etest.CheckCacheWaits(r, serve(t, reg), "op", 0)
+		if len(r.errors) > 0 {
+			t.Errorf("got errors %q, want none", r.errors)
+		}
+	})
+	t.Run("no wait of the controller fails, with the counts", func(t *testing.T) {
+		reg, h := newWaits()
+		h.WithLabelValues("other", "true").Observe(0.01)
+		r := &errorRecorder{TB: t}
+		e2etest.CheckCacheWaits(r, serve(t, reg), "op", 200*time.Millisecond)
+		if len(r.errors) != 1 || !strings.Contains(r.errors[0], `caught_up="true" 0, caught_up="false" 0`) {
+			t.Errorf("got errors %q, want one with both counts at zero", r.errors)
+		}
+	})
 }

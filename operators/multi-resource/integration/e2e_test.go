@@ -368,6 +368,16 @@ func TestTenantsEndToEnd(t *testing.T) {
 		// endregion: overlap
 	})
 
+	// The operator's clients come from observe's TrackWrites config: a
+	// Tenant whose handling applied its children and wrote its status is
+	// not handled again before the caches have seen those writes. Its
+	// children's events queue it while the handling runs; taken from the
+	// queue as soon as the handling ends, it waits for the events of the
+	// last writes. Over the 51 Tenants above, some key did.
+	t.Run("keys wait for the caches to see their handlings' own writes", func(t *testing.T) {
+		e2etest.CheckCacheWaits(t, "http://"+httpAddr+"/metrics", operator.DefaultName, 60*time.Second)
+	})
+
 	// region: spans
 	t.Run("each handling is traced, with its API calls as children", func(t *testing.T) {
 		all := spans.GetSpans()

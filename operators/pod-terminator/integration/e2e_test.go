@@ -216,6 +216,16 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		}
 	})
 
+	// The operator's clients come from observe's TrackWrites config: a
+	// PodTerminator whose handling wrote (its finalizer, each period's
+	// claim and record in status) is not handled again before the cache
+	// has seen those writes. Over the periods above some key came out of
+	// the queue before then (the claim's event comes while the period
+	// runs) and waited; the dry-run periods go on meanwhile.
+	t.Run("keys wait for the cache to see their handlings' own writes", func(t *testing.T) {
+		e2etest.CheckCacheWaits(t, "http://"+httpAddr+"/metrics", operator.DefaultName, 60*time.Second)
+	})
+
 	t.Run("deleting the PodTerminator stops it within one period and removes the finalizer and its metrics", func(t *testing.T) {
 		updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = false })
 		resumed := pods.deletedCount()
