@@ -23,8 +23,8 @@ func TestNew(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.REST != cfg || len(s.Middlewares) != 0 || s.Recorder == nil {
-		t.Errorf("without tracing: got %+v, want the config as given, no middleware and a recorder", s)
+	if s.REST == cfg || s.REST.Host != cfg.Host || s.REST.WrapTransport == nil || cfg.WrapTransport != nil || len(s.Middlewares) != 0 || s.Recorder == nil {
+		t.Errorf("without tracing: got %+v, want a copy whose clients' writes are tracked (a wrapped transport; controller.TrackWrites), the given config untouched, no middleware and a recorder", s)
 	}
 	s.Recorder.IncRetry("c")
 	mfs, err := reg.Gather()
