@@ -76,7 +76,8 @@ func (c *Controller) fetch(key string, src objects, queue *workQueue) (runtime.O
 
 // caughtUp holds key, queued for why, while the caches have not seen what
 // its handlings wrote through a client of TrackWrites (writes.go): false,
-// and the key is queued again once they have, or once it has waited
+// and the key comes back with its next event or after a poll, to be
+// checked again, and is handled once they have or once it has waited
 // writeWaitBound. Otherwise it returns why, with the reasons of the times
 // the key was held, and records the wait, if there was one.
 func (c *Controller) caughtUp(logger log.Logger, key string, why handling.Reasons, queue *workQueue) (handling.Reasons, bool) {
