@@ -109,12 +109,21 @@ func Test$PluralEndToEnd(t *testing.T) {
 	}
 `, childNS)
 	}
+	rest := `
+		REST:           e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100), // the command's defaults
+`
+	if owns {
+		rest = `
+		// The command's client limits. Its $Kind watch hands on events
+		// 100ms late (its children's do not), so that its handlings' own
+		// writes are certain to be waited for (below).
+		REST: e2etest.SlowWatches(e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100), "$plural", 100*time.Millisecond),
+`
+	}
 	f.code(`
 	httpAddr := e2etest.FreeAddr(t)
 	spans := tracetest.NewInMemoryExporter() // a span per handling, its API calls its children
-	cfg := operator.Config{
-		REST:           e2etest.AsServiceAccount(cluster.Config(), operator.DefaultNamespace, operator.DefaultName, 50, 100), // the command's defaults
-		HTTPAddr:       httpAddr,
+	cfg := operator.Config{` + rest + `		HTTPAddr:       httpAddr,
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
 		Logger:         log.NewStd(t.Output(), log.StdOptions{}),
 	}
@@ -189,12 +198,13 @@ func Test$PluralEndToEnd(t *testing.T) {
 	})
 
 	// The operator's clients come from observe's TrackWrites config: a
-	// $Kind whose handling applied its children and its status is not
-	// handled again before the caches have seen those writes. Whether the
-	// key came out of the queue before then is timing (one owner may never
-	// wait): the series must exist, and the counts are logged.
-	t.Run("the cache waits are measured", func(t *testing.T) {
-		e2etest.CheckCacheWaits(t, "http://"+httpAddr+"/metrics", operator.DefaultName, 0)
+	// $Kind whose handling applied its children and wrote its status is
+	// not handled again before the caches have seen those writes. Its
+	// children's events queue it while the handling runs; taken from the
+	// queue as soon as the handling ends, it waits for the event of its
+	// status, which its $Kind watch hands on 100ms late.
+	t.Run("keys wait for the caches to see their handlings' own writes", func(t *testing.T) {
+		e2etest.CheckCacheWaits(t, "http://"+httpAddr+"/metrics", operator.DefaultName, 60*time.Second)
 	})
 `)
 	}

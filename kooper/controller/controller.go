@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"path"
+	goruntime "runtime"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -173,9 +175,16 @@ func (c *Controller) Get(key string) (runtime.Object, bool) {
 // while a warm standby waits to lead (RunWarm), or after Run has returned
 // are dropped: the initial list, or the takeover, queues every object
 // anyway. A key whose object the cache does not hold when a worker takes it
-// is dropped too. Safe for concurrent use.
+// is dropped too. The handling's reason (Reasons) is "enqueued", with
+// the function that called Enqueue as its detail. Safe for concurrent use.
 func (c *Controller) Enqueue(key string) {
-	c.add(key, sourceEnqueue, reasonEnqueued)
+	r := reasonEnqueued
+	if pc, _, _, ok := goruntime.Caller(1); ok {
+		if f := goruntime.FuncForPC(pc); f != nil {
+			r.Detail = path.Base(f.Name()) // "sharding.(*Runner).acquire"
+		}
+	}
+	c.add(key, sourceEnqueue, r)
 }
 
 // Run fills the cache from the Retriever, then handles objects with

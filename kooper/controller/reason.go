@@ -36,12 +36,14 @@ type Reason struct {
 	//   - "requeue": the last handling asked for it (RequeueAfter; Detail is
 	//     the delay);
 	//   - "waited": the key waited for the right to handle (SetValidUntil);
-	//   - "enqueued": Controller.Enqueue.
+	//   - "enqueued": Controller.Enqueue (Detail names the function that
+	//     called it, "sharding.(*Runner).acquire").
 	Why string
 	// Detail says more for some reasons: for "owned" and "watched" the
 	// object, as its kind and key ("Deployment default/web"; the resource,
 	// "deployments.apps", for a metadata Retriever), for "retry" the
-	// error, for "requeue" the delay. Empty otherwise.
+	// error, for "requeue" the delay, for "enqueued" the caller. Empty
+	// otherwise.
 	Detail string
 }
 

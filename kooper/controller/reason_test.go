@@ -117,7 +117,7 @@ func TestTheHandlerKnowsWhyItRuns(t *testing.T) {
 	w.saw(t, "requeued: requeue (10ms)")
 
 	c.Enqueue("ns/listed")
-	w.saw(t, "listed: enqueued")
+	w.saw(t, "listed: enqueued (controller_test.TestTheHandlerKnowsWhyItRuns)")
 }
 
 // The reasons that need a controller of their own: a resync, a takeover,

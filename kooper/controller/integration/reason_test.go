@@ -120,7 +120,7 @@ func TestTheHandlerKnowsWhyItRunsOnAnAPIServer(t *testing.T) {
 	}
 	saw("requeued: requeue (10ms)")
 	c.Enqueue(ns + "/listed")
-	saw("listed: enqueued")
+	saw("listed: enqueued (integration_test.TestTheHandlerKnowsWhyItRunsOnAnAPIServer)")
 
 	// A child's deletion is a reason too.
 	mu.Lock()

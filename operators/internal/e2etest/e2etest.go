@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +63,128 @@ func AsServiceAccount(cfg *rest.Config, namespace, name string, qps float32, bur
 	}
 	c.QPS, c.Burst = qps, burst
 	return c
+}
+
+// SlowWatches returns a copy of cfg whose watches of resource (its
+// plural, "tenants") hand on what they read d late: the cache of that
+// kind lags the API server by d, as behind a busy API server or a slow
+// network, while the other caches keep up. A handler that writes its
+// object's status and its children then sees its children's events queue
+// the object again before its own cache has seen the status it wrote: the
+// case controller.TrackWrites holds a key for, made certain.
+func SlowWatches(cfg *rest.Config, resource string, d time.Duration) *rest.Config {
+	c := rest.CopyConfig(cfg)
+	c.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return slowWatches{next: next, resource: resource, delay: d}
+	})
+	return c
+}
+
+type slowWatches struct {
+	next     http.RoundTripper
+	resource string
+	delay    time.Duration
+}
+
+func (s slowWatches) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := s.next.RoundTrip(req)
+	q := req.URL.Query().Get("watch")
+	if err != nil || req.Method != http.MethodGet || (q != "true" && q != "1") || path.Base(req.URL.Path) != s.resource {
+		return res, err
+	}
+	res.Body = &slowBody{ReadCloser: res.Body, ctx: req.Context(), delay: s.delay}
+	return res, nil
+}
+
+// slowBody hands on each read d after it returned, or at once when its
+// request's context is done.
+type slowBody struct {
+	io.ReadCloser
+	ctx   context.Context
+	delay time.Duration
+}
+
+func (b *slowBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		t := time.NewTimer(b.delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-b.ctx.Done():
+		}
+	}
+	return n, err
+}
+
+// Requests counts the requests of the clients built from its Config, by
+// verb and resource ("LIST pods", "POST pods/eviction", "PUT
+// podterminators/status"): what an operator asks of the API server.
+type Requests struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// CountRequests returns a copy of cfg whose clients' requests are counted
+// in the Requests returned.
+func CountRequests(cfg *rest.Config) (*rest.Config, *Requests) {
+	r := &Requests{n: map[string]int{}}
+	c := rest.CopyConfig(cfg)
+	c.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			r.add(requestKind(req))
+			return next.RoundTrip(req)
+		})
+	})
+	return c, r
+}
+
+// Counts returns the counts so far.
+func (r *Requests) Counts() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.n)
+}
+
+func (r *Requests) add(kind string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[kind]++
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// requestKind is a request's verb and resource: GET is LIST or WATCH on
+// a collection, the resource is followed by its subresource if any.
+// /api/v1/[namespaces/NS/]RESOURCE[/NAME[/SUBRESOURCE]], or the same under
+// /apis/GROUP/VERSION; other paths are counted by method and path.
+func requestKind(req *http.Request) string {
+	seg := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(seg) >= 3 && seg[0] == "api":
+		seg = seg[2:]
+	case len(seg) >= 4 && seg[0] == "apis":
+		seg = seg[3:]
+	default:
+		return req.Method + " " + req.URL.Path
+	}
+	namespaceOwn := len(seg) == 3 && (seg[2] == "status" || seg[2] == "finalize") // a namespace's subresource
+	if len(seg) >= 3 && seg[0] == "namespaces" && !namespaceOwn {
+		seg = seg[2:]
+	}
+	verb, resource := req.Method, seg[0]
+	switch {
+	case verb == http.MethodGet && len(seg) == 1 && (req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1"):
+		verb = "WATCH"
+	case verb == http.MethodGet && len(seg) == 1:
+		verb = "LIST"
+	}
+	if len(seg) >= 3 {
+		resource += "/" + seg[2]
+	}
+	return verb + " " + resource
 }
 
 // Eventually polls cond every 50ms until it holds, or fails the test after

@@ -2,7 +2,10 @@ package e2etest_test
 
 import (
 	"context"
+	"io"
+	"maps"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -160,4 +163,84 @@ func TestCheckCacheWaits(t *testing.T) {
 			t.Errorf("got errors %q, want one with both counts at zero", r.errors)
 		}
 	})
+}
+
+func TestSlowWatches(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("{}\n"))
+	}))
+	t.Cleanup(srv.Close)
+	const delay = 2 * time.Second
+	client, err := rest.HTTPClientFor(e2etest.SlowWatches(&rest.Config{Host: srv.URL}, "tenants", delay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		path string
+		slow bool
+	}{
+		{"/apis/tenancy.kooperkit.io/v1alpha1/tenants?watch=true", true},
+		{"/apis/tenancy.kooperkit.io/v1alpha1/namespaces/a/tenants?watch=1", true},
+		{"/apis/tenancy.kooperkit.io/v1alpha1/tenants", false},                        // a list
+		{"/apis/tenancy.kooperkit.io/v1alpha1/tenants?watch=false", false},            // a list
+		{"/api/v1/namespaces?watch=true", false},                                      // another kind
+		{"/apis/tenancy.kooperkit.io/v1alpha1/tenants/acme/status?watch=true", false}, // not the kind's collection
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			resp, err := client.Get(srv.URL + tt.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil || string(body) != "{}\n" {
+				t.Fatalf("got %q, %v, want the body as served", body, err)
+			}
+			if took := time.Since(start); (took >= delay) != tt.slow {
+				t.Errorf("read in %s, want slowed by %s: %v", took, delay, tt.slow)
+			}
+		})
+	}
+}
+
+func TestCountRequests(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	t.Cleanup(srv.Close)
+	cfg, requests := e2etest.CountRequests(&rest.Config{Host: srv.URL})
+	client, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/namespaces/a/pods?labelSelector=app%3Dv"},
+		{http.MethodGet, "/api/v1/pods?limit=500"},
+		{http.MethodGet, "/api/v1/namespaces/a/pods?watch=true"},
+		{http.MethodGet, "/api/v1/namespaces/a/pods/p"},
+		{http.MethodPost, "/api/v1/namespaces/a/pods/p/eviction"},
+		{http.MethodPost, "/api/v1/namespaces/a/pods/q/eviction"},
+		{http.MethodPut, "/apis/chaos.kooperkit.io/v1alpha1/podterminators/t/status"},
+		{http.MethodPut, "/api/v1/namespaces/a/finalize"},
+		{http.MethodPatch, "/apis/coordination.k8s.io/v1/namespaces/k/leases/l"},
+		{http.MethodGet, "/version"},
+	} {
+		req, err := http.NewRequest(r.method, srv.URL+r.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := map[string]int{
+		"LIST pods": 2, "WATCH pods": 1, "GET pods": 1, "POST pods/eviction": 2,
+		"PUT podterminators/status": 1, "PUT namespaces/finalize": 1, "PATCH leases": 1, "GET /version": 1,
+	}
+	if got := requests.Counts(); !maps.Equal(got, want) {
+		t.Errorf("got counts %v, want %v", got, want)
+	}
 }

@@ -2,7 +2,10 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,8 +61,9 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 
 	registry := prom.NewRegistry()
 	httpAddr := e2etest.FreeAddr(t)
+	counted, requests := e2etest.CountRequests(e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100)) // the command's defaults
 	cfg := operator.Config{
-		REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100), // the command's defaults
+		REST:     counted,
 		Registry: registry,
 		Webhook:  operator.Webhook{Addr: addr, Hosts: []string{"127.0.0.1"}},
 		HTTPAddr: httpAddr,
@@ -141,6 +145,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	// same cluster (-count=2) never counts the first run's Events.
 	name := ns.Name
 	var periodsBefore int
+	requestsBefore := requests.Counts()
 	t.Run("each period terminates what the rule says and never goes below the minimum", func(t *testing.T) {
 		_, err := terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -207,6 +212,25 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 			}
 			return deleted > 0 && deleted == total && total == metric && metric == fromEvents && dryRunMetric > 0 && dryRunEvents == dryRunMetric
 		})
+		// What the periods asked of the API server: a consistent LIST of
+		// the pods each (one page here), the claim and the record in the
+		// status, the evictions and the Event.
+		periods, during := 0, requests.Counts()
+		for _, reason := range []string{"Terminated", "DryRun"} {
+			for _, e := range periodEvents(t, admin, name, reason) {
+				periods += e.count
+			}
+		}
+		var perPeriod []string
+		for _, kind := range slices.Sorted(maps.Keys(during)) {
+			if n := during[kind] - requestsBefore[kind]; n > 0 && !strings.Contains(kind, "leases") {
+				perPeriod = append(perPeriod, fmt.Sprintf("%s %.2f", kind, float64(n)/float64(max(periods, 1))))
+			}
+		}
+		t.Logf("API requests per period over %d periods (leader election's aside): %s", periods, strings.Join(perPeriod, ", "))
+		if during["LIST pods"]-requestsBefore["LIST pods"] < periods {
+			t.Errorf("got %d LISTs of pods in %d periods, want one a period at least", during["LIST pods"]-requestsBefore["LIST pods"], periods)
+		}
 		for _, reason := range []string{"Terminated", "DryRun"} {
 			for _, e := range periodEvents(t, admin, name, reason) {
 				if want := chaos.Count(e.live, chaos.Policy{Percent: 30, Minimum: 8}); e.n != want {
