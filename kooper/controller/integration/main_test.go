@@ -47,7 +47,7 @@ func services(client kubernetes.Interface, ns string) controller.Retriever {
 
 // runInBackground runs r until the returned stop is called; stop returns
 // Run's error. done is closed when Run returns by itself.
-func runInBackground(t *testing.T, run func(context.Context) error) (stop func() error, done <-chan struct{}) {
+func runInBackground(t testing.TB, run func(context.Context) error) (stop func() error, done <-chan struct{}) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ch := make(chan struct{})

@@ -61,12 +61,9 @@ func BenchmarkAHandlerThatWrites(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			runCtx, cancel := context.WithCancel(ctx)
-			done := make(chan error, 1)
-			go func() { done <- c.Run(runCtx) }()
+			stop, _ := runInBackground(b, c.Run)
 			defer func() {
-				cancel()
-				if err := <-done; err != nil {
+				if err := stop(); err != nil {
 					b.Error(err)
 				}
 			}()
