@@ -48,7 +48,9 @@ type Options struct {
 	// Scheduler starts kube-scheduler, for nodes of your own (package
 	// procnode's, which run pods as processes). Implied by Nodes.
 	Scheduler bool
-	// StartTimeout bounds Start and StartAPIServer. Default 90s.
+	// StartTimeout bounds Start and StartAPIServer. Default 3m: a cluster
+	// starts in seconds, but on two cores shared with race-built tests the
+	// controller-manager's first ServiceAccount has taken over a minute.
 	StartTimeout time.Duration
 	// Progress, if set, receives one line per start-up step.
 	Progress io.Writer
@@ -101,7 +103,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 		opts.ControllerManager, opts.Scheduler = true, true
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 90 * time.Second
+		opts.StartTimeout = 3 * time.Minute
 	}
 	need := []string{BinEtcd, BinAPIServer}
 	if opts.ControllerManager {
@@ -227,7 +229,9 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 		if err := c.waitDefaultServiceAccount(ctx); err != nil {
-			return err
+			// The controller-manager's log says why: a controller that
+			// could not sync, or a process that died.
+			return fmt.Errorf("%w after %s; %w", err, time.Since(began).Round(time.Millisecond), p.failure("was running"))
 		}
 		c.progress("kube-controller-manager ready", began)
 	}
