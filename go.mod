@@ -3,6 +3,7 @@ module github.com/kooperkit/kooper
 go 1.26.0
 
 require (
+	github.com/google/go-cmp v0.7.0
 	github.com/kooperkit/kooper/hack/envtest v0.0.0-00010101000000-000000000000
 	github.com/kooperkit/kooper/kooper v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0

@@ -20,7 +20,9 @@ package applyconfiguration
 
 import (
 	v1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	v1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/client/applyconfiguration/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/client/applyconfiguration/chaos/v1beta1"
 	internal "github.com/kooperkit/kooper/apis/client/applyconfiguration/internal"
 	applyconfigurationtenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/applyconfiguration/tenancy/v1alpha1"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
@@ -42,6 +44,18 @@ func ForKind(kind schema.GroupVersionKind) interface{} {
 		return &chaosv1alpha1.PodTerminatorStatusApplyConfiguration{}
 	case v1alpha1.SchemeGroupVersion.WithKind("TerminatedPod"):
 		return &chaosv1alpha1.TerminatedPodApplyConfiguration{}
+
+		// Group=chaos.kooperkit.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithKind("PodTerminator"):
+		return &chaosv1beta1.PodTerminatorApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PodTerminatorSpec"):
+		return &chaosv1beta1.PodTerminatorSpecApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("PodTerminatorStatus"):
+		return &chaosv1beta1.PodTerminatorStatusApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("TerminatedPod"):
+		return &chaosv1beta1.TerminatedPodApplyConfiguration{}
+	case v1beta1.SchemeGroupVersion.WithKind("Termination"):
+		return &chaosv1beta1.TerminationApplyConfiguration{}
 
 		// Group=tenancy.kooperkit.io, Version=v1alpha1
 	case tenancyv1alpha1.SchemeGroupVersion.WithKind("Admin"):

@@ -23,6 +23,7 @@ package openapi
 
 import (
 	v1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	v1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	resource "k8s.io/apimachinery/pkg/api/resource"
 	v1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,6 +40,12 @@ func GetOpenAPIDefinitions(ref common.ReferenceCallback) map[string]common.OpenA
 		v1alpha1.PodTerminatorSpec{}.OpenAPIModelName():        schema_kooper_apis_chaos_v1alpha1_PodTerminatorSpec(ref),
 		v1alpha1.PodTerminatorStatus{}.OpenAPIModelName():      schema_kooper_apis_chaos_v1alpha1_PodTerminatorStatus(ref),
 		v1alpha1.TerminatedPod{}.OpenAPIModelName():            schema_kooper_apis_chaos_v1alpha1_TerminatedPod(ref),
+		v1beta1.PodTerminator{}.OpenAPIModelName():             schema_kooper_apis_chaos_v1beta1_PodTerminator(ref),
+		v1beta1.PodTerminatorList{}.OpenAPIModelName():         schema_kooper_apis_chaos_v1beta1_PodTerminatorList(ref),
+		v1beta1.PodTerminatorSpec{}.OpenAPIModelName():         schema_kooper_apis_chaos_v1beta1_PodTerminatorSpec(ref),
+		v1beta1.PodTerminatorStatus{}.OpenAPIModelName():       schema_kooper_apis_chaos_v1beta1_PodTerminatorStatus(ref),
+		v1beta1.TerminatedPod{}.OpenAPIModelName():             schema_kooper_apis_chaos_v1beta1_TerminatedPod(ref),
+		v1beta1.Termination{}.OpenAPIModelName():               schema_kooper_apis_chaos_v1beta1_Termination(ref),
 		tenancyv1alpha1.Admin{}.OpenAPIModelName():             schema_kooper_apis_tenancy_v1alpha1_Admin(ref),
 		tenancyv1alpha1.Child{}.OpenAPIModelName():             schema_kooper_apis_tenancy_v1alpha1_Child(ref),
 		tenancyv1alpha1.ContainerDefaults{}.OpenAPIModelName(): schema_kooper_apis_tenancy_v1alpha1_ContainerDefaults(ref),
@@ -395,6 +402,326 @@ func schema_kooper_apis_chaos_v1alpha1_TerminatedPod(ref common.ReferenceCallbac
 		},
 		Dependencies: []string{
 			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_kooper_apis_chaos_v1beta1_PodTerminator(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodTerminator deletes a share of the pods matching its selector every period, to show that their workloads survive losing pods. It is cluster-scoped: one PodTerminator can reach pods in several namespaces.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard object metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ObjectMeta{}.OpenAPIModelName()),
+						},
+					},
+					"spec": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Spec says which pods to terminate, how many and how often.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.PodTerminatorSpec{}.OpenAPIModelName()),
+						},
+					},
+					"status": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Status is written by the operator: what it observed and terminated.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.PodTerminatorStatus{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"spec"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.PodTerminatorSpec{}.OpenAPIModelName(), v1beta1.PodTerminatorStatus{}.OpenAPIModelName(), v1.ObjectMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_kooper_apis_chaos_v1beta1_PodTerminatorList(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodTerminatorList is a list of PodTerminators.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"kind": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"apiVersion": {
+						SchemaProps: spec.SchemaProps{
+							Description: "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"metadata": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Standard list metadata.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.ListMeta{}.OpenAPIModelName()),
+						},
+					},
+					"items": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Items are the PodTerminators.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.PodTerminator{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+				Required: []string{"items"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.PodTerminator{}.OpenAPIModelName(), v1.ListMeta{}.OpenAPIModelName()},
+	}
+}
+
+func schema_kooper_apis_chaos_v1beta1_PodTerminatorSpec(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodTerminatorSpec says which pods to terminate, how many and how often.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"selector": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Selector chooses the pods that may be terminated, by their labels. It must set matchLabels or matchExpressions: an empty selector would match every pod and is refused.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1.LabelSelector{}.OpenAPIModelName()),
+						},
+					},
+					"namespaces": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "set",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespaces limits the search for matching pods to these namespaces, at most 64, each a namespace name (a DNS label). Empty or unset means every namespace. Either way, the creator must be allowed to delete pods in each of them (cluster-wide when empty): the admission webhook checks it.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Type:   []string{"string"},
+										Format: "",
+									},
+								},
+							},
+						},
+					},
+					"period": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Period is the time between two terminations, a duration such as \"90s\" or \"1m30s\". At least 1s, default 60s. (v1alpha1's periodSeconds.)",
+							Ref:         ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"termination": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Termination says how many of the matching pods are terminated each period, and how.",
+							Default:     map[string]interface{}{},
+							Ref:         ref(v1beta1.Termination{}.OpenAPIModelName()),
+						},
+					},
+					"dryRun": {
+						SchemaProps: spec.SchemaProps{
+							Description: "DryRun, when true, makes the operator report the pods it would terminate (events and status) without deleting them. Default false.",
+							Type:        []string{"boolean"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"selector", "termination"},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.Termination{}.OpenAPIModelName(), v1.Duration{}.OpenAPIModelName(), v1.LabelSelector{}.OpenAPIModelName()},
+	}
+}
+
+func schema_kooper_apis_chaos_v1beta1_PodTerminatorStatus(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "PodTerminatorStatus is written by the operator: what it observed and terminated.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"observedGeneration": {
+						SchemaProps: spec.SchemaProps{
+							Description: "ObservedGeneration is the metadata.generation of the spec this status describes.",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"conditions": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-map-keys": []interface{}{
+									"type",
+								},
+								"x-kubernetes-list-type":       "map",
+								"x-kubernetes-patch-merge-key": "type",
+								"x-kubernetes-patch-strategy":  "merge",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "Conditions are the latest observations: Ready and Invalid, each with a reason and a message.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1.Condition{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+					"lastTerminationTime": {
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTerminationTime is when pods were last terminated (or, with dryRun, would have been).",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+					"terminatedTotal": {
+						SchemaProps: spec.SchemaProps{
+							Description: "TerminatedTotal counts the pods terminated since the PodTerminator was created (with dryRun, those that would have been).",
+							Type:        []string{"integer"},
+							Format:      "int64",
+						},
+					},
+					"lastTerminated": {
+						VendorExtensible: spec.VendorExtensible{
+							Extensions: spec.Extensions{
+								"x-kubernetes-list-type": "atomic",
+							},
+						},
+						SchemaProps: spec.SchemaProps{
+							Description: "LastTerminated lists the most recently terminated pods, the most recent first; at most 10 are kept.",
+							Type:        []string{"array"},
+							Items: &spec.SchemaOrArray{
+								Schema: &spec.Schema{
+									SchemaProps: spec.SchemaProps{
+										Ref: ref(v1beta1.TerminatedPod{}.OpenAPIModelName()),
+									},
+								},
+							},
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1beta1.TerminatedPod{}.OpenAPIModelName(), v1.Condition{}.OpenAPIModelName(), v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_kooper_apis_chaos_v1beta1_TerminatedPod(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "TerminatedPod identifies a pod the operator terminated, and when.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"namespace": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Namespace of the terminated pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"name": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Name of the terminated pod.",
+							Default:     "",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+					"time": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Time at which the pod was terminated.",
+							Ref:         ref(v1.Time{}.OpenAPIModelName()),
+						},
+					},
+				},
+				Required: []string{"namespace", "name", "time"},
+			},
+		},
+		Dependencies: []string{
+			v1.Time{}.OpenAPIModelName()},
+	}
+}
+
+func schema_kooper_apis_chaos_v1beta1_Termination(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "Termination says how many of the matching pods are terminated each period, and how.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"percent": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Percent is the share of the matching pods terminated each period, from 1 to 100. The count is rounded down: floor(percent × matching / 100) pods, then capped by maxPods if set, and so that at least minimumInstances matching pods survive (never below 0). With 10 matching pods, 25 percent and minimumInstances 1, 2 pods are terminated; with 3 matching pods, 25 percent terminates none. (v1alpha1's terminationPercent.)",
+							Default:     0,
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"maxPods": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MaxPods, when set, is the most pods terminated in one period, whatever percent gives. Minimum 1. (Not in v1alpha1.)",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"minimumInstances": {
+						SchemaProps: spec.SchemaProps{
+							Description: "MinimumInstances is the number of matching Ready pods always left running: the count terminated in a period is lowered so that at least this many survive, down to terminating none. Only Ready pods count, and only Ready pods are terminated: pending, starting and failing pods neither count as instances nor are chosen. The minimum is per PodTerminator, across every matched namespace together: two PodTerminators selecting the same pods each apply their own. Use a PodDisruptionBudget (honoured with the default method Eviction) for a floor that holds whatever terminates the pods. Minimum 0, default 1.",
+							Type:        []string{"integer"},
+							Format:      "int32",
+						},
+					},
+					"method": {
+						SchemaProps: spec.SchemaProps{
+							Description: "Method is how a pod is terminated. Eviction (the default) goes through the Eviction API, so PodDisruptionBudgets are honoured: a pod a budget protects is left alone, and the refusal is reported in status and in an Event, then tried again next period. Delete deletes pods directly, ignoring every budget, as chaos tools that test budget-less failures do. (v1alpha1's terminationMethod.)",
+							Type:        []string{"string"},
+							Format:      "",
+						},
+					},
+				},
+				Required: []string{"percent"},
+			},
+		},
 	}
 }
 

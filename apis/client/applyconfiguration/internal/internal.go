@@ -129,6 +129,106 @@ var schemaYAML = typed.YAMLObject(`types:
     - name: time
       type:
         namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: com.github.kooperkit.kooper.apis.chaos.v1beta1.PodTerminator
+  map:
+    fields:
+    - name: apiVersion
+      type:
+        scalar: string
+    - name: kind
+      type:
+        scalar: string
+    - name: metadata
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta
+      default: {}
+    - name: spec
+      type:
+        namedType: com.github.kooperkit.kooper.apis.chaos.v1beta1.PodTerminatorSpec
+      default: {}
+    - name: status
+      type:
+        namedType: com.github.kooperkit.kooper.apis.chaos.v1beta1.PodTerminatorStatus
+      default: {}
+- name: com.github.kooperkit.kooper.apis.chaos.v1beta1.PodTerminatorSpec
+  map:
+    fields:
+    - name: dryRun
+      type:
+        scalar: boolean
+    - name: namespaces
+      type:
+        list:
+          elementType:
+            scalar: string
+          elementRelationship: associative
+    - name: period
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+    - name: selector
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector
+      default: {}
+    - name: termination
+      type:
+        namedType: com.github.kooperkit.kooper.apis.chaos.v1beta1.Termination
+      default: {}
+- name: com.github.kooperkit.kooper.apis.chaos.v1beta1.PodTerminatorStatus
+  map:
+    fields:
+    - name: conditions
+      type:
+        list:
+          elementType:
+            namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Condition
+          elementRelationship: associative
+          keys:
+          - type
+    - name: lastTerminated
+      type:
+        list:
+          elementType:
+            namedType: com.github.kooperkit.kooper.apis.chaos.v1beta1.TerminatedPod
+          elementRelationship: atomic
+    - name: lastTerminationTime
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+    - name: observedGeneration
+      type:
+        scalar: numeric
+    - name: terminatedTotal
+      type:
+        scalar: numeric
+- name: com.github.kooperkit.kooper.apis.chaos.v1beta1.TerminatedPod
+  map:
+    fields:
+    - name: name
+      type:
+        scalar: string
+      default: ""
+    - name: namespace
+      type:
+        scalar: string
+      default: ""
+    - name: time
+      type:
+        namedType: io.k8s.apimachinery.pkg.apis.meta.v1.Time
+- name: com.github.kooperkit.kooper.apis.chaos.v1beta1.Termination
+  map:
+    fields:
+    - name: maxPods
+      type:
+        scalar: numeric
+    - name: method
+      type:
+        scalar: string
+    - name: minimumInstances
+      type:
+        scalar: numeric
+    - name: percent
+      type:
+        scalar: numeric
+      default: 0
 - name: com.github.kooperkit.kooper.apis.tenancy.v1alpha1.Admin
   map:
     fields:
@@ -277,6 +377,8 @@ var schemaYAML = typed.YAMLObject(`types:
       type:
         scalar: string
       default: ""
+- name: io.k8s.apimachinery.pkg.apis.meta.v1.Duration
+  scalar: string
 - name: io.k8s.apimachinery.pkg.apis.meta.v1.FieldsV1
   map:
     elementType:

@@ -23,6 +23,7 @@ import (
 	http "net/http"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1beta1"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1"
 	discovery "k8s.io/client-go/discovery"
 	rest "k8s.io/client-go/rest"
@@ -32,6 +33,7 @@ import (
 type Interface interface {
 	Discovery() discovery.DiscoveryInterfaces
 	ChaosV1alpha1() chaosv1alpha1.ChaosV1alpha1Interface
+	ChaosV1beta1() chaosv1beta1.ChaosV1beta1Interface
 	TenancyV1alpha1() tenancyv1alpha1.TenancyV1alpha1Interface
 }
 
@@ -39,12 +41,18 @@ type Interface interface {
 type Clientset struct {
 	*discovery.DiscoveryClient
 	chaosV1alpha1   *chaosv1alpha1.ChaosV1alpha1Client
+	chaosV1beta1    *chaosv1beta1.ChaosV1beta1Client
 	tenancyV1alpha1 *tenancyv1alpha1.TenancyV1alpha1Client
 }
 
 // ChaosV1alpha1 retrieves the ChaosV1alpha1Client
 func (c *Clientset) ChaosV1alpha1() chaosv1alpha1.ChaosV1alpha1Interface {
 	return c.chaosV1alpha1
+}
+
+// ChaosV1beta1 retrieves the ChaosV1beta1Client
+func (c *Clientset) ChaosV1beta1() chaosv1beta1.ChaosV1beta1Interface {
+	return c.chaosV1beta1
 }
 
 // TenancyV1alpha1 retrieves the TenancyV1alpha1Client
@@ -100,6 +108,10 @@ func NewForConfigAndClient(c *rest.Config, httpClient *http.Client) (*Clientset,
 	if err != nil {
 		return nil, err
 	}
+	cs.chaosV1beta1, err = chaosv1beta1.NewForConfigAndClient(&configShallowCopy, httpClient)
+	if err != nil {
+		return nil, err
+	}
 	cs.tenancyV1alpha1, err = tenancyv1alpha1.NewForConfigAndClient(&configShallowCopy, httpClient)
 	if err != nil {
 		return nil, err
@@ -126,6 +138,7 @@ func NewForConfigOrDie(c *rest.Config) *Clientset {
 func New(c rest.Interface) *Clientset {
 	var cs Clientset
 	cs.chaosV1alpha1 = chaosv1alpha1.New(c)
+	cs.chaosV1beta1 = chaosv1beta1.New(c)
 	cs.tenancyV1alpha1 = tenancyv1alpha1.New(c)
 
 	cs.DiscoveryClient = discovery.NewDiscoveryClient(c)

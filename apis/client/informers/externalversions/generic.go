@@ -22,6 +22,7 @@ import (
 	fmt "fmt"
 
 	v1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	v1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/tenancy/v1alpha1"
 	schema "k8s.io/apimachinery/pkg/runtime/schema"
 	cache "k8s.io/client-go/tools/cache"
@@ -56,6 +57,10 @@ func (f *sharedInformerFactory) ForResource(resource schema.GroupVersionResource
 	// Group=chaos.kooperkit.io, Version=v1alpha1
 	case v1alpha1.SchemeGroupVersion.WithResource("podterminators"):
 		return &genericInformer{resource: resource.GroupResource(), informer: f.Chaos().V1alpha1().PodTerminators().Informer()}, nil
+
+		// Group=chaos.kooperkit.io, Version=v1beta1
+	case v1beta1.SchemeGroupVersion.WithResource("podterminators"):
+		return &genericInformer{resource: resource.GroupResource(), informer: f.Chaos().V1beta1().PodTerminators().Informer()}, nil
 
 		// Group=tenancy.kooperkit.io, Version=v1alpha1
 	case tenancyv1alpha1.SchemeGroupVersion.WithResource("tenants"):

@@ -23,6 +23,8 @@ import (
 	clientset "github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
 	fakechaosv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1/fake"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1beta1"
+	fakechaosv1beta1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1beta1/fake"
 	tenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1"
 	faketenancyv1alpha1 "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/tenancy/v1alpha1/fake"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -141,6 +143,11 @@ var (
 // ChaosV1alpha1 retrieves the ChaosV1alpha1Client
 func (c *Clientset) ChaosV1alpha1() chaosv1alpha1.ChaosV1alpha1Interface {
 	return &fakechaosv1alpha1.FakeChaosV1alpha1{Fake: &c.Fake}
+}
+
+// ChaosV1beta1 retrieves the ChaosV1beta1Client
+func (c *Clientset) ChaosV1beta1() chaosv1beta1.ChaosV1beta1Interface {
+	return &fakechaosv1beta1.FakeChaosV1beta1{Fake: &c.Fake}
 }
 
 // TenancyV1alpha1 retrieves the TenancyV1alpha1Client
