@@ -54,9 +54,10 @@ func (pt *PodTerminator) ConvertTo(dst *v1beta1.PodTerminator) {
 	dst.Status = statusTo(&pt.Status)
 }
 
-// ConvertFrom converts src, a v1beta1 PodTerminator, into pt. A period that is not whole seconds is periodSeconds rounded toward
-// zero; it and maxPods, which v1alpha1 has no field for, are kept in the
-// annotation v1beta1.PreservedAnnotation for ConvertTo.
+// ConvertFrom converts src, a v1beta1 PodTerminator, into pt. A period
+// that is not whole seconds is periodSeconds rounded toward zero; it and
+// maxPods, which v1alpha1 has no field for, are kept in the annotation
+// v1beta1.PreservedAnnotation for ConvertTo.
 func (pt *PodTerminator) ConvertFrom(src *v1beta1.PodTerminator) {
 	pt.TypeMeta = src.TypeMeta
 	if pt.APIVersion != "" {
