@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/kooperkit/kooper/kooper/log"
@@ -40,6 +41,11 @@ type Options struct {
 	// webhook gets the CA as clientConfig.caBundle. Default empty: no
 	// injection.
 	WebhookConfigName string
+	// CRDClient and CRDName name a CustomResourceDefinition whose
+	// conversion webhook gets the CA as its caBundle too, when its
+	// conversion is by webhook. Default empty: no injection.
+	CRDClient apiextensionsclient.Interface
+	CRDName   string
 	// Validity is the lifetime of a generated CA and serving certificate;
 	// the next one is prepared once two thirds of it have passed. Default
 	// 365 days.
@@ -89,6 +95,8 @@ func (o Options) validate() error {
 		return fmt.Errorf("%w: secret name is required", ErrInvalidOptions)
 	case len(o.Hosts) == 0:
 		return fmt.Errorf("%w: at least one host is required", ErrInvalidOptions)
+	case o.CRDName != "" && o.CRDClient == nil:
+		return fmt.Errorf("%w: CRD %s needs a CRD client", ErrInvalidOptions, o.CRDName)
 	case o.Validity < 0:
 		return fmt.Errorf("%w: validity %s is negative", ErrInvalidOptions, o.Validity)
 	case o.SyncInterval < 0:

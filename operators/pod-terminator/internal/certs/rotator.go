@@ -116,6 +116,11 @@ func (r *Rotator) Sync(ctx context.Context) error {
 				return err
 			}
 		}
+		if current != nil && opts.CRDName != "" {
+			if err := injectConversionCABundle(ctx, opts.CRDClient, opts.CRDName, encodeCAs(st.cas), now); err != nil {
+				return err
+			}
+		}
 
 		step, next, serving, err := plan(st, opts, now)
 		if err != nil {
