@@ -515,7 +515,7 @@ type periodEvent struct {
 	count   int
 }
 
-var periodMessage = regexp.MustCompile(`^(?:terminated|would terminate) (\d+) of (\d+) live pods \(\d+%, minimum \d+\): `)
+var periodMessage = regexp.MustCompile(`^(?:terminated|would terminate) (\d+) of (\d+) live pods \(\d+%(?:, at most \d+)?, minimum \d+\): `)
 
 // periodEvents lists the Events about the PodTerminator name with reason.
 func periodEvents(t *testing.T, client kubernetes.Interface, name, reason string) []periodEvent {

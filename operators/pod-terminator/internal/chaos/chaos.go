@@ -77,8 +77,9 @@ const (
 
 // Policy is how many pods one period terminates, and how.
 type Policy struct {
-	Percent int    // TerminationPercent, 1-100
-	Minimum int    // MinimumInstances, >= 0
+	Percent int    // termination.percent, 1-100
+	Max     int    // termination.maxPods, >= 1; 0: no cap
+	Minimum int    // termination.minimumInstances, >= 0
 	DryRun  bool   // choose, but delete nothing
 	Method  Method // Evict (default) or Delete
 }
@@ -87,9 +88,11 @@ type Policy struct {
 func (p Policy) Validate() error {
 	switch {
 	case p.Percent < 1 || p.Percent > 100:
-		return fmt.Errorf("terminationPercent must be between 1 and 100, got %d", p.Percent)
+		return fmt.Errorf("termination.percent must be between 1 and 100, got %d", p.Percent)
+	case p.Max < 0:
+		return fmt.Errorf("termination.maxPods must be 1 or more, got %d", p.Max)
 	case p.Minimum < 0:
-		return fmt.Errorf("minimumInstances must be 0 or more, got %d", p.Minimum)
+		return fmt.Errorf("termination.minimumInstances must be 0 or more, got %d", p.Minimum)
 	case p.Method != Evict && p.Method != Delete:
 		return fmt.Errorf("unknown termination method %d", p.Method)
 	}
@@ -99,9 +102,13 @@ func (p Policy) Validate() error {
 // region: count
 
 // Count returns how many of live matching pods one period terminates (the
-// package's rounding rule).
+// package's rounding rule): the percent, rounded down, at most Max, and
+// never so many that fewer than Minimum are left.
 func Count(live int, p Policy) int {
 	n := p.Percent * live / 100
+	if p.Max > 0 {
+		n = min(n, p.Max)
+	}
 	return max(0, min(n, live-p.Minimum))
 }
 

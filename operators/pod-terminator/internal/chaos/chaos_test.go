@@ -16,21 +16,25 @@ func TestCountFollowsTheRoundingRule(t *testing.T) {
 	tests := []struct {
 		name           string
 		live, pct, min int
+		max            int
 		want           int
 	}{
-		{"thirty percent of ten", 10, 30, 0, 3},
-		{"capped by the minimum", 10, 30, 8, 2},
-		{"floor never rounds up", 3, 30, 0, 0},
-		{"floor of 3.3", 11, 30, 0, 3},
-		{"minimum above the live count", 5, 50, 8, 0},
-		{"minimum equal to the live count", 8, 100, 8, 0},
-		{"everything with no minimum", 7, 100, 0, 7},
-		{"one percent of a hundred", 100, 1, 0, 1},
-		{"no pods", 0, 50, 0, 0},
+		{"thirty percent of ten", 10, 30, 0, 0, 3},
+		{"capped by the minimum", 10, 30, 8, 0, 2},
+		{"floor never rounds up", 3, 30, 0, 0, 0},
+		{"floor of 3.3", 11, 30, 0, 0, 3},
+		{"minimum above the live count", 5, 50, 8, 0, 0},
+		{"minimum equal to the live count", 8, 100, 8, 0, 0},
+		{"everything with no minimum", 7, 100, 0, 0, 7},
+		{"one percent of a hundred", 100, 1, 0, 0, 1},
+		{"no pods", 0, 50, 0, 0, 0},
+		{"capped by maxPods", 10, 50, 0, 2, 2},
+		{"maxPods above the percent's count", 10, 30, 0, 5, 3},
+		{"maxPods and the minimum: the smaller", 10, 50, 9, 2, 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := chaos.Count(tt.live, chaos.Policy{Percent: tt.pct, Minimum: tt.min}); got != tt.want {
+			if got := chaos.Count(tt.live, chaos.Policy{Percent: tt.pct, Minimum: tt.min, Max: tt.max}); got != tt.want {
 				t.Errorf("got %d, want %d", got, tt.want)
 			}
 		})

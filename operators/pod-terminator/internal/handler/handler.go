@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/retry"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/finalizer"
@@ -77,7 +77,7 @@ func (h *Handler) New() controller.Handler {
 }
 
 // Handle handles the latest state of one PodTerminator.
-func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) error {
+func (h *Handler) Handle(ctx context.Context, pt *chaosv1beta1.PodTerminator) error {
 	// region: finalizer
 	fin := finalizer.Finalizer{Name: Finalizer, Update: h.update}
 	// Deleted: drop any pending work and let the object go. Terminations
@@ -99,10 +99,10 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	if err != nil {
 		// The schema and webhook should have refused it: say so in status
 		// and do not retry until the spec changes.
-		h.Events.Warning(pt, chaosv1alpha1.ReasonInvalidSpec, "invalid spec: %v", err)
-		serr := h.setStatus(ctx, pt, func(s *chaosv1alpha1.PodTerminatorStatus) {
-			h.condition(s, pt, chaosv1alpha1.ConditionInvalid, metav1.ConditionTrue, chaosv1alpha1.ReasonInvalidSpec, err.Error())
-			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionFalse, chaosv1alpha1.ReasonInvalidSpec, "the spec is invalid")
+		h.Events.Warning(pt, chaosv1beta1.ReasonInvalidSpec, "invalid spec: %v", err)
+		serr := h.setStatus(ctx, pt, func(s *chaosv1beta1.PodTerminatorStatus) {
+			h.condition(s, pt, chaosv1beta1.ConditionInvalid, metav1.ConditionTrue, chaosv1beta1.ReasonInvalidSpec, err.Error())
+			h.condition(s, pt, chaosv1beta1.ConditionReady, metav1.ConditionFalse, chaosv1beta1.ReasonInvalidSpec, "the spec is invalid")
 		})
 		if serr != nil {
 			return serr // retry the status write
@@ -128,7 +128,7 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	// write, or another replica acted during a leader change): then the
 	// write conflicts and nothing is terminated twice. A newer version is
 	// on its way to the queue, and is handled next.
-	err = h.setStatus(ctx, pt, func(s *chaosv1alpha1.PodTerminatorStatus) {
+	err = h.setStatus(ctx, pt, func(s *chaosv1beta1.PodTerminatorStatus) {
 		s.LastTerminationTime = &metav1.Time{Time: now}
 	})
 	if apierrors.IsConflict(err) {
@@ -160,44 +160,48 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 		if res.DryRun {
 			reason, verb = ReasonDryRun, "would terminate"
 		}
-		h.Events.Normal(pt, reason, "%s %d of %d live pods (%d%%, minimum %d): %s",
-			verb, n, res.Live, policy.Percent, policy.Minimum, podList(res.Terminated, len(res.Terminated)))
+		rule := fmt.Sprintf("%d%%", policy.Percent)
+		if policy.Max > 0 {
+			rule += fmt.Sprintf(", at most %d", policy.Max)
+		}
+		h.Events.Normal(pt, reason, "%s %d of %d live pods (%s, minimum %d): %s",
+			verb, n, res.Live, rule, policy.Minimum, podList(res.Terminated, len(res.Terminated)))
 	}
 	refused := ""
 	if n := len(res.Refused); n > 0 {
 		refused = fmt.Sprintf("a disruption budget refused evicting %d pods, tried again next period: %s", n, podList(res.Refused, maxNamed))
-		h.Events.Warning(pt, chaosv1alpha1.ReasonDisruptionBudget, "%s", refused)
+		h.Events.Warning(pt, chaosv1beta1.ReasonDisruptionBudget, "%s", refused)
 	}
 	if h.Metrics != nil {
 		h.Metrics.AddTerminated(pt.Name, res.DryRun, len(res.Terminated))
 	}
 	if termErr != nil {
-		h.Events.Warning(pt, chaosv1alpha1.ReasonTerminationFailed, "%v", termErr)
+		h.Events.Warning(pt, chaosv1beta1.ReasonTerminationFailed, "%v", termErr)
 	}
 	// endregion: events
 
 	// Record what was done. Someone may write the object meanwhile (a spec
 	// change): then re-read it and record on the fresh copy, so no
 	// termination goes uncounted.
-	record := func(s *chaosv1alpha1.PodTerminatorStatus) {
+	record := func(s *chaosv1beta1.PodTerminatorStatus) {
 		if !res.DryRun {
 			s.TerminatedTotal += int64(len(res.Terminated))
 		}
 		for _, p := range res.Terminated {
-			s.LastTerminated = append([]chaosv1alpha1.TerminatedPod{{Namespace: p.Namespace, Name: p.Name, Time: metav1.Time{Time: now}}}, s.LastTerminated...)
+			s.LastTerminated = append([]chaosv1beta1.TerminatedPod{{Namespace: p.Namespace, Name: p.Name, Time: metav1.Time{Time: now}}}, s.LastTerminated...)
 		}
-		if len(s.LastTerminated) > chaosv1alpha1.MaxLastTerminated {
-			s.LastTerminated = s.LastTerminated[:chaosv1alpha1.MaxLastTerminated]
+		if len(s.LastTerminated) > chaosv1beta1.MaxLastTerminated {
+			s.LastTerminated = s.LastTerminated[:chaosv1beta1.MaxLastTerminated]
 		}
-		meta.RemoveStatusCondition(&s.Conditions, chaosv1alpha1.ConditionInvalid)
+		meta.RemoveStatusCondition(&s.Conditions, chaosv1beta1.ConditionInvalid)
 		switch {
 		case termErr != nil:
-			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionFalse, chaosv1alpha1.ReasonTerminationFailed, termErr.Error())
+			h.condition(s, pt, chaosv1beta1.ConditionReady, metav1.ConditionFalse, chaosv1beta1.ReasonTerminationFailed, termErr.Error())
 		case refused != "":
-			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionFalse, chaosv1alpha1.ReasonDisruptionBudget,
+			h.condition(s, pt, chaosv1beta1.ConditionReady, metav1.ConditionFalse, chaosv1beta1.ReasonDisruptionBudget,
 				fmt.Sprintf("%d of %d live pods terminated; %s", len(res.Terminated), res.Live, refused))
 		default:
-			h.condition(s, pt, chaosv1alpha1.ConditionReady, metav1.ConditionTrue, chaosv1alpha1.ReasonReconciled,
+			h.condition(s, pt, chaosv1beta1.ConditionReady, metav1.ConditionTrue, chaosv1beta1.ReasonReconciled,
 				fmt.Sprintf("%d of %d live pods terminated", len(res.Terminated), res.Live))
 		}
 	}
@@ -205,7 +209,7 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 	first := true
 	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		if !first {
-			fresh, err := h.Client.ChaosV1alpha1().PodTerminators().Get(pctx, pt.Name, metav1.GetOptions{})
+			fresh, err := h.Client.ChaosV1beta1().PodTerminators().Get(pctx, pt.Name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -224,7 +228,7 @@ func (h *Handler) Handle(ctx context.Context, pt *chaosv1alpha1.PodTerminator) e
 }
 
 // read checks the spec and turns it into the domain's terms.
-func (h *Handler) read(pt *chaosv1alpha1.PodTerminator) (chaos.Target, chaos.Policy, time.Duration, error) {
+func (h *Handler) read(pt *chaosv1beta1.PodTerminator) (chaos.Target, chaos.Policy, time.Duration, error) {
 	if _, err := validation.Validate(&pt.Spec, h.Rules); err != nil {
 		return chaos.Target{}, chaos.Policy{}, 0, err
 	}
@@ -234,27 +238,31 @@ func (h *Handler) read(pt *chaosv1alpha1.PodTerminator) (chaos.Target, chaos.Pol
 		return chaos.Target{}, chaos.Policy{}, 0, fmt.Errorf("spec.selector: %w", err)
 	}
 	target := chaos.Target{Selector: sel, Namespaces: pt.Spec.Namespaces, Exclude: h.Rules.Protected()}
+	t := pt.Spec.Termination
 	policy := chaos.Policy{
-		Percent: int(pt.Spec.TerminationPercent),
-		Minimum: int(*pt.Spec.MinimumInstances),
+		Percent: int(t.Percent),
+		Minimum: int(*t.MinimumInstances),
 		DryRun:  pt.Spec.DryRun || h.DryRunAll,
 	}
-	switch pt.Spec.TerminationMethod {
-	case chaosv1alpha1.TerminationMethodEviction, "": // "": written before the field existed
+	if t.MaxPods != nil {
+		policy.Max = int(*t.MaxPods)
+	}
+	switch t.Method {
+	case chaosv1beta1.TerminationMethodEviction, "": // "": written before the field existed
 		policy.Method = chaos.Evict
-	case chaosv1alpha1.TerminationMethodDelete:
+	case chaosv1beta1.TerminationMethodDelete:
 		policy.Method = chaos.Delete
 	default:
-		return chaos.Target{}, chaos.Policy{}, 0, fmt.Errorf("spec.terminationMethod: unknown method %q", pt.Spec.TerminationMethod)
+		return chaos.Target{}, chaos.Policy{}, 0, fmt.Errorf("spec.termination.method: unknown method %q", t.Method)
 	}
-	return target, policy, time.Duration(*pt.Spec.PeriodSeconds) * time.Second, nil
+	return target, policy, pt.Spec.Period.Duration, nil
 }
 
 // region: setstatus
 
 // setStatus applies change to a copy of the status and writes it through
 // the status subresource if anything changed.
-func (h *Handler) setStatus(ctx context.Context, pt *chaosv1alpha1.PodTerminator, change func(*chaosv1alpha1.PodTerminatorStatus)) error {
+func (h *Handler) setStatus(ctx context.Context, pt *chaosv1beta1.PodTerminator, change func(*chaosv1beta1.PodTerminatorStatus)) error {
 	s := pt.Status.DeepCopy()
 	s.ObservedGeneration = pt.Generation
 	change(s)
@@ -265,7 +273,7 @@ func (h *Handler) setStatus(ctx context.Context, pt *chaosv1alpha1.PodTerminator
 		return nil
 	}
 	pt.Status = *s
-	updated, err := h.Client.ChaosV1alpha1().PodTerminators().UpdateStatus(ctx, pt, metav1.UpdateOptions{})
+	updated, err := h.Client.ChaosV1beta1().PodTerminators().UpdateStatus(ctx, pt, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("could not update the status of %s: %w", pt.Name, err)
 	}
@@ -275,7 +283,7 @@ func (h *Handler) setStatus(ctx context.Context, pt *chaosv1alpha1.PodTerminator
 
 // endregion: setstatus
 
-func (h *Handler) condition(s *chaosv1alpha1.PodTerminatorStatus, pt *chaosv1alpha1.PodTerminator, typ string, st metav1.ConditionStatus, reason, msg string) {
+func (h *Handler) condition(s *chaosv1beta1.PodTerminatorStatus, pt *chaosv1beta1.PodTerminator, typ string, st metav1.ConditionStatus, reason, msg string) {
 	meta.SetStatusCondition(&s.Conditions, metav1.Condition{
 		Type: typ, Status: st, Reason: reason, Message: msg, ObservedGeneration: pt.Generation,
 		LastTransitionTime: metav1.NewTime(h.now()), // used only if the Status changes
@@ -284,8 +292,8 @@ func (h *Handler) condition(s *chaosv1alpha1.PodTerminatorStatus, pt *chaosv1alp
 
 // update persists metadata changes (the finalizer).
 func (h *Handler) update(ctx context.Context, obj metav1.Object) error {
-	pt := obj.(*chaosv1alpha1.PodTerminator)
-	updated, err := h.Client.ChaosV1alpha1().PodTerminators().Update(ctx, pt, metav1.UpdateOptions{})
+	pt := obj.(*chaosv1beta1.PodTerminator)
+	updated, err := h.Client.ChaosV1beta1().PodTerminators().Update(ctx, pt, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("could not update %s: %w", pt.Name, err)
 	}

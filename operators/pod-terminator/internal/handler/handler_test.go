@@ -17,7 +17,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned/fake"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/finalizer"
@@ -96,7 +96,7 @@ type env struct {
 	now     time.Time
 }
 
-func newEnv(t *testing.T, pt *chaosv1alpha1.PodTerminator, live int) *env {
+func newEnv(t *testing.T, pt *chaosv1beta1.PodTerminator, live int) *env {
 	t.Helper()
 	e := &env{client: fake.NewClientset(pt), pods: &pods{live: live}, events: &events{}, metrics: &metrics{},
 		now: time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)}
@@ -104,12 +104,12 @@ func newEnv(t *testing.T, pt *chaosv1alpha1.PodTerminator, live int) *env {
 	// The fake ignores resourceVersions; make updates optimistic like the
 	// API server's: a stale resourceVersion conflicts, a write bumps it.
 	e.client.PrependReactor("update", "podterminators", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		obj := a.(k8stesting.UpdateAction).GetObject().(*chaosv1alpha1.PodTerminator)
+		obj := a.(k8stesting.UpdateAction).GetObject().(*chaosv1beta1.PodTerminator)
 		cur, err := e.client.Tracker().Get(a.GetResource(), "", obj.Name)
 		if err != nil {
 			return true, nil, err
 		}
-		rv := cur.(*chaosv1alpha1.PodTerminator).ResourceVersion
+		rv := cur.(*chaosv1beta1.PodTerminator).ResourceVersion
 		if obj.ResourceVersion != rv {
 			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), obj.Name, fmt.Errorf("resourceVersion %s is not the latest %s", obj.ResourceVersion, rv))
 		}
@@ -131,31 +131,30 @@ func newEnv(t *testing.T, pt *chaosv1alpha1.PodTerminator, live int) *env {
 // handle runs one handling of the stored object, as the controller would.
 func (e *env) handle(t *testing.T) error {
 	t.Helper()
-	pt, err := e.client.ChaosV1alpha1().PodTerminators().Get(context.Background(), "pt", metav1.GetOptions{})
+	pt, err := e.client.ChaosV1beta1().PodTerminators().Get(context.Background(), "pt", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return e.h.Handle(context.Background(), pt)
 }
 
-func (e *env) stored(t *testing.T) *chaosv1alpha1.PodTerminator {
+func (e *env) stored(t *testing.T) *chaosv1beta1.PodTerminator {
 	t.Helper()
-	pt, err := e.client.ChaosV1alpha1().PodTerminators().Get(context.Background(), "pt", metav1.GetOptions{})
+	pt, err := e.client.ChaosV1beta1().PodTerminators().Get(context.Background(), "pt", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return pt
 }
 
-func terminator(percent, minimum int32, dryRun bool) *chaosv1alpha1.PodTerminator {
-	return &chaosv1alpha1.PodTerminator{
+func terminator(percent, minimum int32, dryRun bool) *chaosv1beta1.PodTerminator {
+	return &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{Name: "pt", Generation: 1, ResourceVersion: "1"},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-			PeriodSeconds:      ptr.To[int32](10),
-			TerminationPercent: percent,
-			MinimumInstances:   ptr.To(minimum),
-			DryRun:             dryRun,
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			Period:      &metav1.Duration{Duration: 10 * time.Second},
+			Termination: chaosv1beta1.Termination{Percent: percent, MinimumInstances: ptr.To(minimum)},
+			DryRun:      dryRun,
 		},
 	}
 }
@@ -177,7 +176,7 @@ func TestAPeriodTerminatesRecordsAndRequeues(t *testing.T) {
 		!pt.Status.LastTerminationTime.Time.Equal(e.now) || pt.Status.ObservedGeneration != 1 {
 		t.Errorf("got status %+v, want 2 terminated at %s for generation 1", pt.Status, e.now)
 	}
-	if !meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
+	if !meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1beta1.ConditionReady) {
 		t.Errorf("got conditions %+v, want Ready", pt.Status.Conditions)
 	}
 	if e.metrics.terminated != 2 || len(e.events.reasons) != 1 || e.events.reasons[0] != handler.ReasonTerminated {
@@ -186,6 +185,19 @@ func TestAPeriodTerminatesRecordsAndRequeues(t *testing.T) {
 	want := fmt.Sprintf("terminated 2 of 10 live pods (30%%, minimum 8): ns/%s, ns/%s", e.pods.deleted[0], e.pods.deleted[1])
 	if e.events.messages[0] != want {
 		t.Errorf("got event message %q, want %q", e.events.messages[0], want)
+	}
+}
+
+func TestMaxPodsCapsAPeriod(t *testing.T) {
+	pt := terminator(50, 1, false)
+	pt.Spec.Termination.MaxPods = ptr.To[int32](2)
+	e := newEnv(t, pt, 10)
+	_ = e.handle(t)
+	if len(e.pods.deleted) != 2 {
+		t.Errorf("got %v deleted, want 2 (50%% of 10 is 5, at most 2)", e.pods.deleted)
+	}
+	if want := "terminated 2 of 10 live pods (50%, at most 2, minimum 1): "; len(e.events.messages) != 1 || !strings.HasPrefix(e.events.messages[0], want) {
+		t.Errorf("got events %q, want one starting %q", e.events.messages, want)
 	}
 }
 
@@ -247,17 +259,17 @@ func TestALiveTerminatorKeepsItsMetrics(t *testing.T) {
 func TestTheSpecsMethodIsUsed(t *testing.T) {
 	tests := []struct {
 		name   string
-		method chaosv1alpha1.TerminationMethod
+		method chaosv1beta1.TerminationMethod
 		want   chaos.Method
 	}{
 		{"unset (an object older than the field)", "", chaos.Evict},
-		{"Eviction", chaosv1alpha1.TerminationMethodEviction, chaos.Evict},
-		{"Delete", chaosv1alpha1.TerminationMethodDelete, chaos.Delete},
+		{"Eviction", chaosv1beta1.TerminationMethodEviction, chaos.Evict},
+		{"Delete", chaosv1beta1.TerminationMethodDelete, chaos.Delete},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pt := terminator(20, 0, false)
-			pt.Spec.TerminationMethod = tt.method
+			pt.Spec.Termination.Method = tt.method
 			e := newEnv(t, pt, 10)
 			_ = e.handle(t)
 			if len(e.pods.methods) != 2 || e.pods.methods[0] != tt.want || e.pods.methods[1] != tt.want {
@@ -288,8 +300,8 @@ func TestEvictionsABudgetRefusesAreReportedAndLeftForTheNextPeriod(t *testing.T)
 				t.Errorf("got %d evictions asked, want each of the %d chosen pods asked once", len(e.pods.methods), tt.live)
 			}
 			pt := e.stored(t)
-			c := meta.FindStatusCondition(pt.Status.Conditions, chaosv1alpha1.ConditionReady)
-			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != chaosv1alpha1.ReasonDisruptionBudget || !strings.Contains(c.Message, tt.wantMessage) {
+			c := meta.FindStatusCondition(pt.Status.Conditions, chaosv1beta1.ConditionReady)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != chaosv1beta1.ReasonDisruptionBudget || !strings.Contains(c.Message, tt.wantMessage) {
 				t.Errorf("got Ready %+v, want False, reason DisruptionBudget and a message containing %q", c, tt.wantMessage)
 			}
 			if n := strings.Count(c.Message, "ns/p"); n > 5 {
@@ -298,7 +310,7 @@ func TestEvictionsABudgetRefusesAreReportedAndLeftForTheNextPeriod(t *testing.T)
 			if pt.Status.TerminatedTotal != 0 || e.metrics.terminated != 0 {
 				t.Errorf("got total %d and metric %d, want nothing counted as terminated", pt.Status.TerminatedTotal, e.metrics.terminated)
 			}
-			if len(e.events.reasons) != 1 || e.events.types[0] != "Warning" || e.events.reasons[0] != chaosv1alpha1.ReasonDisruptionBudget ||
+			if len(e.events.reasons) != 1 || e.events.types[0] != "Warning" || e.events.reasons[0] != chaosv1beta1.ReasonDisruptionBudget ||
 				!strings.Contains(e.events.messages[0], "refused evicting") {
 				t.Errorf("got events %v %v %q, want one Warning DisruptionBudget event", e.events.types, e.events.reasons, e.events.messages)
 			}
@@ -306,7 +318,7 @@ func TestEvictionsABudgetRefusesAreReportedAndLeftForTheNextPeriod(t *testing.T)
 			e.pods.refuse = false
 			e.now = e.now.Add(10 * time.Second)
 			_ = e.handle(t)
-			if c := meta.FindStatusCondition(e.stored(t).Status.Conditions, chaosv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(e.pods.deleted) != tt.live {
+			if c := meta.FindStatusCondition(e.stored(t).Status.Conditions, chaosv1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue || len(e.pods.deleted) != tt.live {
 				t.Errorf("got Ready %+v and %d deleted in the next period, want Ready and %d deleted", c, len(e.pods.deleted), tt.live)
 			}
 		})
@@ -320,7 +332,7 @@ func TestAnInvalidSpecIsMarkedAndNotRetried(t *testing.T) {
 		t.Errorf("got %v, want a terminal error", err)
 	}
 	pt := e.stored(t)
-	if !meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1alpha1.ConditionInvalid) || meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1alpha1.ConditionReady) {
+	if !meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1beta1.ConditionInvalid) || meta.IsStatusConditionTrue(pt.Status.Conditions, chaosv1beta1.ConditionReady) {
 		t.Errorf("got conditions %+v, want Invalid and not Ready", pt.Status.Conditions)
 	}
 	if len(e.pods.deleted) != 0 {
@@ -337,7 +349,7 @@ func TestAProtectedNamespaceIsInvalidAndNeverSearched(t *testing.T) {
 		t.Errorf("got %v, want a terminal error", err)
 	}
 	got := e.stored(t)
-	c := meta.FindStatusCondition(got.Status.Conditions, chaosv1alpha1.ConditionInvalid)
+	c := meta.FindStatusCondition(got.Status.Conditions, chaosv1beta1.ConditionInvalid)
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, `"kube-system" is protected`) {
 		t.Errorf("got Invalid condition %+v, want true with the validation message", c)
 	}
@@ -352,8 +364,8 @@ func TestTheLastTerminatedListKeepsTheNewestTen(t *testing.T) {
 	e.now = e.now.Add(10 * time.Second)
 	_ = e.handle(t)
 	pt := e.stored(t)
-	if got := len(pt.Status.LastTerminated); got != chaosv1alpha1.MaxLastTerminated {
-		t.Errorf("got %d in lastTerminated, want %d", got, chaosv1alpha1.MaxLastTerminated)
+	if got := len(pt.Status.LastTerminated); got != chaosv1beta1.MaxLastTerminated {
+		t.Errorf("got %d in lastTerminated, want %d", got, chaosv1beta1.MaxLastTerminated)
 	}
 	if pt.Status.TerminatedTotal != 14 || !pt.Status.LastTerminated[0].Time.Time.Equal(e.now) {
 		t.Errorf("got total %d and newest %v, want 14 and the second period first", pt.Status.TerminatedTotal, pt.Status.LastTerminated[0].Time)
@@ -364,17 +376,17 @@ func TestTheLastTerminatedListKeepsTheNewestTen(t *testing.T) {
 // not their number: the status is still written, so it names this period's
 // pods.
 func TestADryRunPeriodOnAFullListIsRecorded(t *testing.T) {
-	e := newEnv(t, terminator(100, 0, true), chaosv1alpha1.MaxLastTerminated)
+	e := newEnv(t, terminator(100, 0, true), chaosv1beta1.MaxLastTerminated)
 	_ = e.handle(t)
 	first := e.stored(t).Status.LastTerminated
-	if len(first) != chaosv1alpha1.MaxLastTerminated {
-		t.Fatalf("got %d in lastTerminated after the first period, want a full list of %d", len(first), chaosv1alpha1.MaxLastTerminated)
+	if len(first) != chaosv1beta1.MaxLastTerminated {
+		t.Fatalf("got %d in lastTerminated after the first period, want a full list of %d", len(first), chaosv1beta1.MaxLastTerminated)
 	}
 	e.now = e.now.Add(10 * time.Second)
 	e.pods.prefix = "q" // the second period sees other pods
 	_ = e.handle(t)
 	got := e.stored(t).Status.LastTerminated
-	if len(got) != chaosv1alpha1.MaxLastTerminated || got[0].Name[0] != 'q' || !got[0].Time.Time.Equal(e.now) {
+	if len(got) != chaosv1beta1.MaxLastTerminated || got[0].Name[0] != 'q' || !got[0].Time.Time.Equal(e.now) {
 		t.Errorf("got lastTerminated %+v, want the second period's pods (q*) at %v", got, e.now)
 	}
 }
@@ -408,11 +420,11 @@ func TestAListingFailureIsReportedAndRetriedNextPeriod(t *testing.T) {
 	if d, ok := controller.RequeueDelay(err); !ok || d != 10*time.Second {
 		t.Fatalf("got %v, want a requeue after the period", err)
 	}
-	c := meta.FindStatusCondition(e.stored(t).Status.Conditions, chaosv1alpha1.ConditionReady)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != chaosv1alpha1.ReasonTerminationFailed || !strings.Contains(c.Message, "narrow spec.selector") {
+	c := meta.FindStatusCondition(e.stored(t).Status.Conditions, chaosv1beta1.ConditionReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != chaosv1beta1.ReasonTerminationFailed || !strings.Contains(c.Message, "narrow spec.selector") {
 		t.Errorf("got Ready %+v, want False, TerminationFailed, with the lister's message", c)
 	}
-	if len(e.events.types) != 1 || e.events.types[0] != "Warning" || e.events.reasons[0] != chaosv1alpha1.ReasonTerminationFailed {
+	if len(e.events.types) != 1 || e.events.types[0] != "Warning" || e.events.reasons[0] != chaosv1beta1.ReasonTerminationFailed {
 		t.Errorf("got events %v %v, want one Warning TerminationFailed", e.events.types, e.events.reasons)
 	}
 }

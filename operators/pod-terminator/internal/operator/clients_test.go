@@ -35,7 +35,7 @@ func TestLeaderElectionHasARateLimiterOfItsOwn(t *testing.T) {
 				"the metrics' TokenReviews":          c.metrics.AuthenticationV1().RESTClient().GetRateLimiter(),
 				"the metrics' SubjectAccessReviews":  c.metrics.AuthorizationV1().RESTClient().GetRateLimiter(),
 				"the controller's pods and Events":   c.kube.CoreV1().RESTClient().GetRateLimiter(),
-				"the controller's PodTerminators":    c.chaos.ChaosV1alpha1().RESTClient().GetRateLimiter(),
+				"the controller's PodTerminators":    c.chaos.ChaosV1beta1().RESTClient().GetRateLimiter(),
 			}
 			if lease == nil {
 				t.Fatal("got no rate limiter for leader election, want one of its own")

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/event"
@@ -230,7 +230,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// Events about PodTerminators, one per period: allow one per second per
 	// object, and never fold them, so each keeps the pods it names.
 	scheme := runtime.NewScheme()
-	if err := errors.Join(clientgoscheme.AddToScheme(scheme), chaosv1alpha1.AddToScheme(scheme)); err != nil {
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), chaosv1beta1.AddToScheme(scheme)); err != nil {
 		return fmt.Errorf("could not build the scheme: %w", err)
 	}
 	events, err := event.New(event.Config{
@@ -261,7 +261,7 @@ func Run(ctx context.Context, cfg Config) error {
 		Rules:      rules,
 		DryRunAll:  cfg.DryRunAll,
 	}
-	terminators := chaosClient.ChaosV1alpha1().PodTerminators()
+	terminators := chaosClient.ChaosV1beta1().PodTerminators()
 	ctrl, err := controller.New(controller.Config{
 		Name:            cfg.Name,
 		Handler:         controller.Chain(h.New(), traced...),

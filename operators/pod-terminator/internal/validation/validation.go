@@ -20,20 +20,21 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	k8svalidation "k8s.io/apimachinery/pkg/util/validation"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 )
 
 // SystemNamespaces are the namespaces Kubernetes itself runs in. They are
 // always protected.
 var SystemNamespaces = []string{"kube-system", "kube-public", "kube-node-lease"}
 
-// HighPercent is the terminationPercent above which a spec without dryRun
+// HighPercent is the termination.percent above which a spec without dryRun
 // gets a warning.
 const HighPercent = 50
 
@@ -85,7 +86,7 @@ var ErrInvalid = errors.New("invalid PodTerminator")
 // risky spec, and an error wrapping ErrInvalid that lists the problems (the
 // first MaxProblems, then how many more), in words meant for the person who
 // wrote the object.
-func Validate(spec *chaosv1alpha1.PodTerminatorSpec, rules Rules) (warnings []string, err error) {
+func Validate(spec *chaosv1beta1.PodTerminatorSpec, rules Rules) (warnings []string, err error) {
 	var bad problems
 
 	// region: checks
@@ -123,31 +124,35 @@ func Validate(spec *chaosv1alpha1.PodTerminatorSpec, rules Rules) (warnings []st
 	// The schema enforces these; checked again for objects written before
 	// the CRD was installed or with a different version of it. Unset
 	// pointers mean the schema's defaults were not applied.
-	if p := spec.TerminationPercent; p < 1 || p > 100 {
-		bad.add("spec.terminationPercent must be between 1 and 100, got %d", p)
+	t := &spec.Termination
+	if p := t.Percent; p < 1 || p > 100 {
+		bad.add("spec.termination.percent must be between 1 and 100, got %d", p)
 	}
-	switch p := spec.PeriodSeconds; {
+	if m := t.MaxPods; m != nil && *m < 1 {
+		bad.add("spec.termination.maxPods must be 1 or more, got %d", *m)
+	}
+	switch p := spec.Period; {
 	case p == nil:
-		bad.add("spec.periodSeconds is unset: the CRD schema defaults it to 60; is the CRD from manifests/crds installed?")
-	case *p < 1:
-		bad.add("spec.periodSeconds must be 1 or more, got %d", *p)
+		bad.add("spec.period is unset: the CRD schema defaults it to 60s; is the CRD from manifests/crds installed?")
+	case p.Duration < time.Second:
+		bad.add("spec.period must be 1s or more, got %s", p.Duration)
 	}
-	switch m := spec.MinimumInstances; {
+	switch m := t.MinimumInstances; {
 	case m == nil:
-		bad.add("spec.minimumInstances is unset: the CRD schema defaults it to 1; is the CRD from manifests/crds installed?")
+		bad.add("spec.termination.minimumInstances is unset: the CRD schema defaults it to 1; is the CRD from manifests/crds installed?")
 	case *m < 0:
-		bad.add("spec.minimumInstances must be 0 or more, got %d", *m)
+		bad.add("spec.termination.minimumInstances must be 0 or more, got %d", *m)
 	}
 	if err := bad.err(); err != nil {
 		return nil, err
 	}
 
 	if !spec.DryRun {
-		if spec.TerminationPercent > HighPercent {
-			warnings = append(warnings, fmt.Sprintf("terminationPercent %d without dryRun terminates most matching pods every period; try dryRun: true first", spec.TerminationPercent))
+		if t.Percent > HighPercent && t.MaxPods == nil {
+			warnings = append(warnings, fmt.Sprintf("termination.percent %d without dryRun or maxPods terminates most matching pods every period; try dryRun: true first", t.Percent))
 		}
-		if *spec.MinimumInstances == 0 {
-			warnings = append(warnings, "minimumInstances 0 without dryRun lets every matching pod be terminated at once")
+		if *t.MinimumInstances == 0 {
+			warnings = append(warnings, "termination.minimumInstances 0 without dryRun lets every matching pod be terminated at once")
 		}
 	}
 	return warnings, nil

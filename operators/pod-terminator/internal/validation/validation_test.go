@@ -6,11 +6,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
 )
 
@@ -20,13 +21,12 @@ var rules = validation.Rules{
 }
 
 // valid returns a spec every check accepts, changed by edit.
-func valid(edit func(*chaosv1alpha1.PodTerminatorSpec)) *chaosv1alpha1.PodTerminatorSpec {
-	s := &chaosv1alpha1.PodTerminatorSpec{
-		Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-		Namespaces:         []string{"shop"},
-		PeriodSeconds:      ptr.To[int32](60),
-		TerminationPercent: 30,
-		MinimumInstances:   ptr.To[int32](1),
+func valid(edit func(*chaosv1beta1.PodTerminatorSpec)) *chaosv1beta1.PodTerminatorSpec {
+	s := &chaosv1beta1.PodTerminatorSpec{
+		Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+		Namespaces:  []string{"shop"},
+		Period:      &metav1.Duration{Duration: time.Minute},
+		Termination: chaosv1beta1.Termination{Percent: 30, MinimumInstances: ptr.To[int32](1)},
 	}
 	if edit != nil {
 		edit(s)
@@ -37,15 +37,15 @@ func valid(edit func(*chaosv1alpha1.PodTerminatorSpec)) *chaosv1alpha1.PodTermin
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		name         string
-		spec         *chaosv1alpha1.PodTerminatorSpec
+		spec         *chaosv1beta1.PodTerminatorSpec
 		wantErr      []string // substrings of the error; nil: valid
 		wantWarnings []string // substrings, one per warning
 	}{
 		{name: "a plain spec is valid", spec: valid(nil)},
-		{name: "every namespace is allowed", spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = nil })},
+		{name: "every namespace is allowed", spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Namespaces = nil })},
 		{
 			name: "an In expression is a positive selector",
-			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+			spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) {
 				s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 					{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}},
 					{Key: "canary", Operator: metav1.LabelSelectorOpDoesNotExist},
@@ -54,12 +54,12 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name:    "an empty selector",
-			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} }),
+			spec:    valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} }),
 			wantErr: []string{"spec.selector must not be empty"},
 		},
 		{
 			name: "a selector by exclusion only",
-			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+			spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) {
 				s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
 					{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}},
 				}}
@@ -68,14 +68,14 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name: "a malformed label value",
-			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+			spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) {
 				s.Selector.MatchLabels = map[string]string{"app": "no spaces"}
 			}),
 			wantErr: []string{"spec.selector is not a valid label selector"},
 		},
 		{
 			name: "a selector matching the operator's own pods",
-			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+			spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) {
 				s.Selector.MatchLabels = map[string]string{"app.kubernetes.io/name": "pod-terminator"}
 				s.Namespaces = nil
 			}),
@@ -83,53 +83,61 @@ func TestValidate(t *testing.T) {
 		},
 		{
 			name:    "kube-system",
-			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"shop", "kube-system"} }),
+			spec:    valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Namespaces = []string{"shop", "kube-system"} }),
 			wantErr: []string{`spec.namespaces: "kube-system" is protected: the pod-terminator never terminates pods in kooper-pod-terminator, kube-node-lease, kube-public, kube-system`},
 		},
 		{
 			name:    "the operator's namespace",
-			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"kooper-pod-terminator"} }),
+			spec:    valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Namespaces = []string{"kooper-pod-terminator"} }),
 			wantErr: []string{`"kooper-pod-terminator" is protected`},
 		},
 		{
 			name:    "a namespace that cannot exist",
-			spec:    valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"Shop_1"} }),
+			spec:    valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Namespaces = []string{"Shop_1"} }),
 			wantErr: []string{`spec.namespaces: "Shop_1" is not a namespace name`},
 		},
 		{
 			name: "every schema rule at once, listed together",
-			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
-				s.TerminationPercent = 150
-				s.PeriodSeconds = ptr.To[int32](0)
-				s.MinimumInstances = ptr.To[int32](-1)
+			spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) {
+				s.Termination.Percent = 150
+				s.Termination.MaxPods = ptr.To[int32](0)
+				s.Period = &metav1.Duration{Duration: 500 * time.Millisecond}
+				s.Termination.MinimumInstances = ptr.To[int32](-1)
 			}),
 			wantErr: []string{
-				"spec.terminationPercent must be between 1 and 100, got 150",
-				"spec.periodSeconds must be 1 or more, got 0",
-				"spec.minimumInstances must be 0 or more, got -1",
+				"spec.termination.percent must be between 1 and 100, got 150",
+				"spec.termination.maxPods must be 1 or more, got 0",
+				"spec.period must be 1s or more, got 500ms",
+				"spec.termination.minimumInstances must be 0 or more, got -1",
 			},
 		},
 		{
 			name: "defaults not applied",
-			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
-				s.PeriodSeconds, s.MinimumInstances = nil, nil
+			spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) {
+				s.Period, s.Termination.MinimumInstances = nil, nil
 			}),
-			wantErr: []string{"spec.periodSeconds is unset", "spec.minimumInstances is unset", "manifests/crds"},
+			wantErr: []string{"spec.period is unset", "spec.termination.minimumInstances is unset", "manifests/crds"},
 		},
 		{
 			name:         "a high percent without dry run warns",
-			spec:         valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 80 }),
-			wantWarnings: []string{"terminationPercent 80 without dryRun"},
+			spec:         valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Percent = 80 }),
+			wantWarnings: []string{"termination.percent 80 without dryRun or maxPods"},
+		},
+		{
+			name: "a high percent with maxPods does not warn",
+			spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) {
+				s.Termination.Percent, s.Termination.MaxPods = 80, ptr.To[int32](1)
+			}),
 		},
 		{
 			name:         "no survivors without dry run warns",
-			spec:         valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.MinimumInstances = ptr.To[int32](0) }),
-			wantWarnings: []string{"minimumInstances 0 without dryRun"},
+			spec:         valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.MinimumInstances = ptr.To[int32](0) }),
+			wantWarnings: []string{"termination.minimumInstances 0 without dryRun"},
 		},
 		{
 			name: "a dry run does not warn",
-			spec: valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
-				s.TerminationPercent, s.MinimumInstances, s.DryRun = 100, ptr.To[int32](0), true
+			spec: valid(func(s *chaosv1beta1.PodTerminatorSpec) {
+				s.Termination.Percent, s.Termination.MinimumInstances, s.DryRun = 100, ptr.To[int32](0), true
 			}),
 		},
 	}
@@ -181,7 +189,7 @@ func TestProtectedAddsTheOperatorsAndTheRunnersNamespaces(t *testing.T) {
 func TestANamespaceProtectedByTheRunnerIsRefused(t *testing.T) {
 	r := rules
 	r.ProtectedNamespaces = []string{"payments"}
-	_, err := validation.Validate(valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"shop", "payments"} }), r)
+	_, err := validation.Validate(valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Namespaces = []string{"shop", "payments"} }), r)
 	if want := `spec.namespaces: "payments" is protected: the pod-terminator never terminates pods in kooper-pod-terminator, kube-node-lease, kube-public, kube-system, payments`; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got error %v, want one saying %q", err, want)
 	}
@@ -191,7 +199,7 @@ func TestANamespaceProtectedByTheRunnerIsRefused(t *testing.T) {
 }
 
 func TestMoreNamespacesThanTheSchemaAllowsAreRefused(t *testing.T) {
-	spec := valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+	spec := valid(func(s *chaosv1beta1.PodTerminatorSpec) {
 		s.Namespaces = make([]string, validation.MaxNamespaces+1)
 		for i := range s.Namespaces {
 			s.Namespaces[i] = "shop-" + strconv.Itoa(i)
@@ -205,8 +213,8 @@ func TestMoreNamespacesThanTheSchemaAllowsAreRefused(t *testing.T) {
 
 // manyBadNamespaces returns a spec whose namespaces are n entries, every one
 // a problem: alternately not a namespace name and protected.
-func manyBadNamespaces(n int) *chaosv1alpha1.PodTerminatorSpec {
-	return valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+func manyBadNamespaces(n int) *chaosv1beta1.PodTerminatorSpec {
+	return valid(func(s *chaosv1beta1.PodTerminatorSpec) {
 		s.Namespaces = make([]string, n)
 		for i := range s.Namespaces {
 			s.Namespaces[i] = "Not_A_Namespace_" + strings.Repeat("x", 200)
@@ -241,7 +249,7 @@ func TestTheErrorStaysSmallWhateverTheObjectsSize(t *testing.T) {
 		t.Errorf("got %d namespace entries described, want %d", got, validation.MaxProblems-1)
 	}
 
-	allocs := func(spec *chaosv1alpha1.PodTerminatorSpec) float64 {
+	allocs := func(spec *chaosv1beta1.PodTerminatorSpec) float64 {
 		return testing.AllocsPerRun(5, func() { _, _ = validation.Validate(spec, rules) })
 	}
 	// Allocation counts wobble a little between runs (the race detector,

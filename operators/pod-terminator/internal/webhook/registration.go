@@ -30,7 +30,7 @@ func Registration(name string, clientConfig admissionregistrationv1.WebhookClien
 				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 				Rule: admissionregistrationv1.Rule{
 					APIGroups:   []string{"chaos.kooperkit.io"},
-					APIVersions: []string{"v1alpha1"},
+					APIVersions: []string{"v1beta1"},
 					Resources:   []string{"podterminators"},
 					Scope:       ptr.To(admissionregistrationv1.ClusterScope),
 				},
@@ -39,6 +39,10 @@ func Registration(name string, clientConfig admissionregistrationv1.WebhookClien
 				Name:       "spec-changed",
 				Expression: "request.operation == 'CREATE' || object.spec != oldObject.spec",
 			}},
+			// A write through v1alpha1 is converted (by the conversion
+			// webhook) and sent here as v1beta1: the webhook reads one
+			// version.
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
 			FailurePolicy:           ptr.To(admissionregistrationv1.Fail),
 			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
 			AdmissionReviewVersions: []string{"v1"},

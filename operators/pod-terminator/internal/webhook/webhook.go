@@ -76,7 +76,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
 )
@@ -120,7 +120,7 @@ func New(cfg Config) (http.Handler, error) {
 	kwhLog := kwhLogger{l: cfg.Logger, failed: newThrottle(cfg.Clock)}
 	wh, err := kwhvalidating.NewWebhook(kwhvalidating.WebhookConfig{
 		ID:        Name,
-		Obj:       &chaosv1alpha1.PodTerminator{},
+		Obj:       &chaosv1beta1.PodTerminator{},
 		Validator: kwhvalidating.ValidatorFunc(v.validate),
 		Logger:    kwhLog,
 	})
@@ -144,16 +144,16 @@ type validator struct {
 
 // region: validate
 func (v validator) validate(ctx context.Context, ar *kwhmodel.AdmissionReview, obj metav1.Object) (*kwhvalidating.ValidatorResult, error) {
-	pt, ok := obj.(*chaosv1alpha1.PodTerminator)
+	pt, ok := obj.(*chaosv1beta1.PodTerminator)
 	if !ok {
 		return nil, fmt.Errorf("got a %T, want a PodTerminator", obj)
 	}
 	if pt.DeletionTimestamp != nil {
 		return &kwhvalidating.ValidatorResult{Valid: true}, nil
 	}
-	var old *chaosv1alpha1.PodTerminator
+	var old *chaosv1beta1.PodTerminator
 	if ar.Operation == kwhmodel.OperationUpdate && len(ar.OldObjectRaw) > 0 {
-		old = &chaosv1alpha1.PodTerminator{}
+		old = &chaosv1beta1.PodTerminator{}
 		if err := json.Unmarshal(ar.OldObjectRaw, old); err != nil {
 			return nil, fmt.Errorf("could not decode the old PodTerminator: %w", err)
 		}

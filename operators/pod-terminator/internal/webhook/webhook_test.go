@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -21,20 +22,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/webhook"
 )
 
-func terminator(edit func(*chaosv1alpha1.PodTerminator)) *chaosv1alpha1.PodTerminator {
-	pt := &chaosv1alpha1.PodTerminator{
-		TypeMeta:   metav1.TypeMeta{APIVersion: chaosv1alpha1.SchemeGroupVersion.String(), Kind: "PodTerminator"},
+func terminator(edit func(*chaosv1beta1.PodTerminator)) *chaosv1beta1.PodTerminator {
+	pt := &chaosv1beta1.PodTerminator{
+		TypeMeta:   metav1.TypeMeta{APIVersion: chaosv1beta1.SchemeGroupVersion.String(), Kind: "PodTerminator"},
 		ObjectMeta: metav1.ObjectMeta{Name: "victims"},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-			PeriodSeconds:      ptr.To[int32](60),
-			TerminationPercent: 30,
-			MinimumInstances:   ptr.To[int32](1),
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			Period:      &metav1.Duration{Duration: time.Minute},
+			Termination: chaosv1beta1.Termination{Percent: 30, MinimumInstances: ptr.To[int32](1)},
 		},
 	}
 	if edit != nil {
@@ -43,10 +43,10 @@ func terminator(edit func(*chaosv1alpha1.PodTerminator)) *chaosv1alpha1.PodTermi
 	return pt
 }
 
-func inKubeSystem(pt *chaosv1alpha1.PodTerminator) { pt.Spec.Namespaces = []string{"kube-system"} }
+func inKubeSystem(pt *chaosv1beta1.PodTerminator) { pt.Spec.Namespaces = []string{"kube-system"} }
 
-func in(namespaces ...string) func(*chaosv1alpha1.PodTerminator) {
-	return func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.Namespaces = namespaces }
+func in(namespaces ...string) func(*chaosv1beta1.PodTerminator) {
+	return func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Namespaces = namespaces }
 }
 
 // mayDelete says where each user may delete pods ("" for everywhere).
@@ -97,7 +97,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		name         string
 		op           admissionv1.Operation
 		user         string // default admin
-		old, obj     *chaosv1alpha1.PodTerminator
+		old, obj     *chaosv1beta1.PodTerminator
 		wantAllowed  bool
 		wantMessage  string
 		wantWarnings int
@@ -110,7 +110,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		},
 		{
 			name: "a valid but risky create warns", op: admissionv1.Create,
-			obj:         terminator(func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.TerminationPercent = 90 }),
+			obj:         terminator(func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Termination.Percent = 90 }),
 			wantAllowed: true, wantWarnings: 1, wantAsked: true,
 		},
 		{
@@ -144,7 +144,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		{
 			name: "an update changing the selector is checked too", op: admissionv1.Update, user: "alice",
 			old: terminator(in("team-b")), wantAsked: true,
-			obj: terminator(func(pt *chaosv1alpha1.PodTerminator) {
+			obj: terminator(func(pt *chaosv1beta1.PodTerminator) {
 				pt.Spec.Namespaces = []string{"team-b"}
 				pt.Spec.Selector.MatchLabels = map[string]string{"app": "database"}
 			}),
@@ -153,7 +153,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		{
 			name: "an update lowering the percentage (of an admin's, cluster-wide) is not checked", op: admissionv1.Update, user: "alice",
 			old:         terminator(nil),
-			obj:         terminator(func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.TerminationPercent = 10 }),
+			obj:         terminator(func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Termination.Percent = 10 }),
 			wantAllowed: true,
 		},
 		{
@@ -164,7 +164,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		{
 			name: "an update leaving an invalid spec unchanged (a finalizer added)", op: admissionv1.Update,
 			old: terminator(inKubeSystem), user: "alice",
-			obj: terminator(func(pt *chaosv1alpha1.PodTerminator) {
+			obj: terminator(func(pt *chaosv1beta1.PodTerminator) {
 				inKubeSystem(pt)
 				pt.Finalizers = []string{"chaos.kooperkit.io/pod-terminator"}
 			}),
@@ -173,7 +173,7 @@ func TestTheWebhookAnswersAdmissionReviews(t *testing.T) {
 		{
 			name: "an update of an object being deleted", op: admissionv1.Update,
 			old: terminator(nil), user: "alice",
-			obj: terminator(func(pt *chaosv1alpha1.PodTerminator) {
+			obj: terminator(func(pt *chaosv1beta1.PodTerminator) {
 				inKubeSystem(pt)
 				now := metav1.Now()
 				pt.DeletionTimestamp = &now
@@ -252,11 +252,11 @@ func TestAFailingAccessCheckRefuses(t *testing.T) {
 // nothing about which, neither in its words nor in the questions it takes.
 func TestARefusalDoesNotTellWhereTheUserMayDeletePods(t *testing.T) {
 	targets := []string{"ns-a", "ns-b", "ns-c"}
-	dryRun := terminator(func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.Namespaces = targets; pt.Spec.DryRun = true })
+	dryRun := terminator(func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Namespaces = targets; pt.Spec.DryRun = true })
 	reviews := []struct {
 		name     string
 		op       admissionv1.Operation
-		old, obj *chaosv1alpha1.PodTerminator
+		old, obj *chaosv1beta1.PodTerminator
 		want     string
 	}{
 		{
@@ -369,7 +369,7 @@ func TestTheAnswerStaysSmallWhateverTheObjectsSize(t *testing.T) {
 }
 
 // request is the AdmissionRequest of user for obj, and old on an update.
-func request(t *testing.T, op admissionv1.Operation, user string, old, obj *chaosv1alpha1.PodTerminator) *admissionv1.AdmissionRequest {
+func request(t *testing.T, op admissionv1.Operation, user string, old, obj *chaosv1beta1.PodTerminator) *admissionv1.AdmissionRequest {
 	t.Helper()
 	req := &admissionv1.AdmissionRequest{
 		UID:       "1",
