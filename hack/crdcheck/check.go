@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
@@ -45,8 +47,10 @@ type result struct {
 }
 
 // checkDir validates every CustomResourceDefinition of the YAML files under
-// dir. Its error is about reading the directory; what the API server would
-// refuse is in the result.
+// dir, as kubectl apply -k sends them: with the patches the kustomization
+// beside them lists (a conversion webhook, say) applied, and the patches
+// themselves not checked as CRDs. Its error is about reading the
+// directory; what the API server would refuse is in the result.
 func checkDir(ctx context.Context, dir string) (result, error) {
 	v := newValidator()
 	var res result
@@ -61,10 +65,18 @@ func checkDir(ctx context.Context, dir string) (result, error) {
 		if err != nil {
 			return fmt.Errorf("could not name %s relative to %s: %w", path, dir, err)
 		}
+		patches, err := patchesBeside(path)
+		if err != nil {
+			return err
+		}
+		if _, isPatch := patches[filepath.Base(path)]; isPatch {
+			return nil
+		}
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("could not read %s: %w", path, err)
 		}
+		v.patches = patches
 		crds, problems := v.checkFile(ctx, data)
 		res.CRDs += crds
 		for _, p := range problems {
@@ -84,6 +96,9 @@ func checkDir(ctx context.Context, dir string) (result, error) {
 // them as it does on create.
 type validator struct {
 	decoder runtime.Decoder
+	// patches are the strategic merge patches of the file's kustomization,
+	// by file name, applied to the CRD each names.
+	patches map[string][]byte
 }
 
 func newValidator() *validator {
@@ -120,6 +135,11 @@ func (v *validator) checkFile(ctx context.Context, data []byte) (int, []problem)
 			continue
 		}
 		crds++
+		doc, err = v.patch(head.Name, doc)
+		if err != nil {
+			problems = append(problems, problem{CRD: head.Name, Msg: err.Error()})
+			continue
+		}
 		problems = append(problems, v.check(ctx, head, doc)...)
 	}
 }
@@ -169,6 +189,60 @@ func prepareForCreate(crd *apiextensions.CustomResourceDefinition) {
 			break
 		}
 	}
+}
+
+// patchesBeside reads the patches the kustomization.yaml beside path
+// lists (patches: - path: FILE), by file name; none without one.
+func patchesBeside(path string) (map[string][]byte, error) {
+	dir := filepath.Dir(path)
+	data, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("could not read the kustomization beside %s: %w", path, err)
+	}
+	var k struct {
+		Patches []struct {
+			Path string `json:"path"`
+		} `json:"patches"`
+	}
+	if err := yaml.Unmarshal(data, &k); err != nil {
+		return nil, fmt.Errorf("could not read the kustomization beside %s: %w", path, err)
+	}
+	patches := map[string][]byte{}
+	for _, p := range k.Patches {
+		b, err := os.ReadFile(filepath.Join(dir, p.Path))
+		if err != nil {
+			return nil, fmt.Errorf("could not read the patch %s: %w", p.Path, err)
+		}
+		if patches[p.Path], err = yaml.YAMLToJSON(b); err != nil {
+			return nil, fmt.Errorf("could not read the patch %s: %w", p.Path, err)
+		}
+	}
+	return patches, nil
+}
+
+// patch applies to doc, the CRD name, the patches that name it, as
+// kustomize does: a strategic merge patch of a CustomResourceDefinition.
+func (v *validator) patch(name string, doc []byte) ([]byte, error) {
+	if len(v.patches) == 0 {
+		return doc, nil
+	}
+	out, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, err
+	}
+	for file, p := range v.patches {
+		var head metav1.PartialObjectMetadata
+		if err := json.Unmarshal(p, &head); err != nil || head.Name != name {
+			continue
+		}
+		if out, err = strategicpatch.StrategicMergePatch(out, p, apiextensionsv1.CustomResourceDefinition{}); err != nil {
+			return nil, fmt.Errorf("could not apply the patch %s: %w", file, err)
+		}
+	}
+	return out, nil
 }
 
 // isYAML reports whether path names a YAML file.

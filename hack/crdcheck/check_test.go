@@ -73,6 +73,46 @@ func TestCheckDir(t *testing.T) {
 			wantCRDs: 1,
 		},
 		{
+			name: "A patch of the kustomization is applied, and is no CRD of its own",
+			files: map[string]string{
+				"widgets.yaml":       widget("type: object\nproperties:\n  size:\n    type: integer"),
+				"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- widgets.yaml\npatches:\n- path: conversion.yaml\n",
+				"conversion.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  conversion:
+    strategy: Webhook
+    webhook:
+      conversionReviewVersions: ["v1"]
+      clientConfig:
+        url: https://127.0.0.1:9443/convert
+`,
+			},
+			wantCRDs: 1,
+		},
+		{
+			name: "A patch that breaks the CRD is caught",
+			files: map[string]string{
+				"widgets.yaml":       widget("type: object\nproperties:\n  size:\n    type: integer"),
+				"kustomization.yaml": "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- widgets.yaml\npatches:\n- path: conversion.yaml\n",
+				"conversion.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  conversion:
+    strategy: Webhook
+`,
+			},
+			wantCRDs: 1,
+			want: []string{
+				"widgets.yaml: widgets.example.com: spec.conversion.webhookClientConfig: Required value",
+				"widgets.yaml: widgets.example.com: spec.conversion.conversionReviewVersions: Required value",
+			},
+		},
+		{
 			name: "A rule over an unbounded list of unbounded strings exceeds the cost budget",
 			files: map[string]string{"widgets.yaml": widget(`
 type: object

@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -24,6 +25,9 @@ type clients struct {
 	// RateLimiter, shared by both).
 	kube  kubernetes.Interface
 	chaos versioned.Interface
+	// crd puts the CA into the CRD's conversion webhook, at the same
+	// rates.
+	crd apiextensionsclient.Interface
 	// lease reads, writes and watches the Lease, and nothing else.
 	lease kubernetes.Interface
 	// webhook asks the webhook's SubjectAccessReviews.
@@ -49,7 +53,11 @@ func newClients(cfg *rest.Config) (clients, error) {
 	if err != nil {
 		return clients{}, fmt.Errorf("could not create the chaos client: %w", err)
 	}
-	c := clients{kube: kube, chaos: chaos}
+	crd, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return clients{}, fmt.Errorf("could not create the CRD client: %w", err)
+	}
+	c := clients{kube: kube, chaos: chaos, crd: crd}
 	for _, own := range []struct {
 		into  *kubernetes.Interface
 		qps   float32

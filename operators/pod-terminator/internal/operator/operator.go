@@ -20,12 +20,14 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/kooper/controller"
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/event"
 	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/conversion"
 	"github.com/kooperkit/kooper/operators/internal/devloop"
 	"github.com/kooperkit/kooper/operators/internal/observe"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
@@ -306,7 +308,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		defer stopCerts()
 		servers = append(servers, s)
-		logger.Info("serving the admission webhook", "addr", s.Addr(), "path", webhook.Path)
+		logger.Info("serving the admission and conversion webhooks", "addr", s.Addr(), "paths", []string{webhook.Path, conversion.Path})
 		if cfg.Webhook.Register {
 			// Unregistered before the server stops: the API server
 			// never calls a webhook that is gone.
@@ -315,6 +317,11 @@ func Run(ctx context.Context, cfg Config) error {
 				return err
 			}
 			defer unregister()
+			restore, err := registerConversion(ctx, cfg, cs, s.Addr())
+			if err != nil {
+				return err
+			}
+			defer restore()
 		}
 	}
 	// With SecureMetricsAddr, /metrics is served over HTTPS to the clients
@@ -369,6 +376,8 @@ func startWebhook(ctx context.Context, cfg Config, cs clients, rules validation.
 			SecretName:        cfg.Webhook.SecretName,
 			Hosts:             cfg.Webhook.Hosts,
 			WebhookConfigName: cfg.Webhook.ConfigName,
+			CRDClient:         cs.crd,
+			CRDName:           webhook.CRDName,
 			Validity:          cfg.Webhook.CertValidity,
 			SyncInterval:      cfg.Webhook.CertSyncInterval,
 			PropagationDelay:  cfg.Webhook.CertPropagationDelay,
@@ -390,6 +399,7 @@ func startWebhook(ctx context.Context, cfg Config, cs clients, rules validation.
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, wh)
+	mux.Handle(conversion.Path, conversion.Handler(podTerminators, cfg.Logger))
 	s, err := health.ServeTLS(cfg.Webhook.Addr, mux, tlsConfig, cfg.Logger)
 	if err != nil {
 		stop()
@@ -397,6 +407,11 @@ func startWebhook(ctx context.Context, cfg Config, cs clients, rules validation.
 	}
 	return s, stop, nil
 }
+
+// podTerminators converts PodTerminators between the versions served:
+// v1alpha1, deprecated, and v1beta1, stored.
+var podTerminators = conversion.Between[chaosv1alpha1.PodTerminator, chaosv1beta1.PodTerminator](
+	chaosv1alpha1.SchemeGroupVersion, chaosv1beta1.SchemeGroupVersion)
 
 // endregion: webhook
 

@@ -11,6 +11,11 @@ import (
 // denied the request.
 const Name = "podterminators.chaos.kooperkit.io"
 
+// CRDName is the PodTerminator CustomResourceDefinition's name: its
+// conversion webhook is served beside the admission webhook
+// (conversion.Path).
+const CRDName = "podterminators.chaos.kooperkit.io"
+
 // Registration returns the ValidatingWebhookConfiguration name that sends
 // the API server's creates and updates of PodTerminators to this webhook
 // at clientConfig. It is what manifests/pod-terminator/webhook.yaml
