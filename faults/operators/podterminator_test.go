@@ -25,9 +25,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	chaosclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
+	chaosclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1beta1"
 	"github.com/kooperkit/kooper/faults"
 )
 
@@ -76,7 +76,7 @@ func TestPodTerminatorUnderFaults(t *testing.T) {
 	s, d, rng, bin := begin(t, "pod-terminator", "chaos")
 	ctx := context.Background()
 	client := kubernetes.NewForConfigOrDie(cluster.Config())
-	pts := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
+	pts := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
 
 	ns := runName("faults-pt")
 	ports := map[string]int{}
@@ -115,14 +115,13 @@ func TestPodTerminatorUnderFaults(t *testing.T) {
 	waitFor(t, 60*time.Second, fmt.Sprintf("%d live web pods", ptPods), func() bool { return pods.liveCount() == ptPods })
 
 	name := runName("faults-pt")
-	_, err = pts.Create(ctx, &chaosv1alpha1.PodTerminator{
+	_, err = pts.Create(ctx, &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: labels},
-			Namespaces:         []string{ns},
-			PeriodSeconds:      ptr.To(int32(ptPeriod / time.Second)),
-			TerminationPercent: ptPercent,
-			MinimumInstances:   ptr.To[int32](ptMinimum),
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: labels},
+			Namespaces:  []string{ns},
+			Period:      &metav1.Duration{Duration: ptPeriod},
+			Termination: chaosv1beta1.Termination{Percent: ptPercent, MinimumInstances: ptr.To[int32](ptMinimum)},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -367,7 +366,7 @@ func watchClaims(t *testing.T, pts chaosclient.PodTerminatorInterface, name stri
 	return w
 }
 
-func (w *claimWatch) see(pt *chaosv1alpha1.PodTerminator) {
+func (w *claimWatch) see(pt *chaosv1beta1.PodTerminator) {
 	if pt.Status.LastTerminationTime == nil {
 		return
 	}
@@ -452,7 +451,7 @@ func accounts(ctx context.Context, t *testing.T, client kubernetes.Interface, pt
 }
 
 type ptClient interface {
-	Get(context.Context, string, metav1.GetOptions) (*chaosv1alpha1.PodTerminator, error)
+	Get(context.Context, string, metav1.GetOptions) (*chaosv1beta1.PodTerminator, error)
 }
 
 // eventPods returns the pods named in the Terminated Events of

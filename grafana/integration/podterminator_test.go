@@ -3,13 +3,14 @@ package integration
 import (
 	"context"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 )
 
 // The pod-terminator under Prometheus: a PodTerminator and a dry-run one,
@@ -43,15 +44,14 @@ func init() {
 				if dryRun {
 					name = "victims-dry-run"
 				}
-				if _, err := c.kooper.ChaosV1alpha1().PodTerminators().Create(ctx, &chaosv1alpha1.PodTerminator{
+				if _, err := c.kooper.ChaosV1beta1().PodTerminators().Create(ctx, &chaosv1beta1.PodTerminator{
 					ObjectMeta: metav1.ObjectMeta{Name: name},
-					Spec: chaosv1alpha1.PodTerminatorSpec{
-						Selector:           metav1.LabelSelector{MatchLabels: labels},
-						Namespaces:         []string{"victims"},
-						PeriodSeconds:      ptr.To[int32](1),
-						TerminationPercent: 30,
-						MinimumInstances:   ptr.To[int32](2),
-						DryRun:             dryRun,
+					Spec: chaosv1beta1.PodTerminatorSpec{
+						Selector:    metav1.LabelSelector{MatchLabels: labels},
+						Namespaces:  []string{"victims"},
+						Period:      &metav1.Duration{Duration: 1 * time.Second},
+						Termination: chaosv1beta1.Termination{Percent: 30, MinimumInstances: ptr.To[int32](2)},
+						DryRun:      dryRun,
 					},
 				}, metav1.CreateOptions{}); err != nil {
 					t.Fatal(err)

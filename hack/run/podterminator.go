@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 )
 
 // demoTerminator is the PodTerminator the pod-terminator's demo creates.
@@ -25,17 +25,16 @@ func init() {
 		port: 8081,
 		args: []string{"-leader-elect=false", "-webhook-addr=", "-namespace", "kooper-pod-terminator"},
 		start: func(ctx context.Context, c demoClients, say func(string, ...any)) error {
-			pt := &chaosv1alpha1.PodTerminator{
+			pt := &chaosv1beta1.PodTerminator{
 				ObjectMeta: metav1.ObjectMeta{Name: demoTerminator},
-				Spec: chaosv1alpha1.PodTerminatorSpec{
-					Selector:           metav1.LabelSelector{MatchLabels: demoLabels},
-					Namespaces:         []string{demoNamespace},
-					PeriodSeconds:      ptr.To[int32](5),
-					TerminationPercent: 40,
-					MinimumInstances:   ptr.To[int32](3),
+				Spec: chaosv1beta1.PodTerminatorSpec{
+					Selector:    metav1.LabelSelector{MatchLabels: demoLabels},
+					Namespaces:  []string{demoNamespace},
+					Period:      &metav1.Duration{Duration: 5 * time.Second},
+					Termination: chaosv1beta1.Termination{Percent: 40, MinimumInstances: ptr.To[int32](3)},
 				},
 			}
-			if _, err := c.kooper.ChaosV1alpha1().PodTerminators().Create(ctx, pt, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			if _, err := c.kooper.ChaosV1beta1().PodTerminators().Create(ctx, pt, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("could not create the demo PodTerminator: %w", err)
 			}
 			say("created PodTerminator %s: every 5s, 40%% of %s's app=victim pods, never fewer than 3 left", demoTerminator, demoNamespace)
@@ -43,7 +42,7 @@ func init() {
 		},
 		// It waits until the operator has removed the finalizer.
 		stop: func(ctx context.Context, c demoClients) error {
-			pts := c.kooper.ChaosV1alpha1().PodTerminators()
+			pts := c.kooper.ChaosV1beta1().PodTerminators()
 			if err := pts.Delete(ctx, demoTerminator, metav1.DeleteOptions{}); apierrors.IsNotFound(err) {
 				return nil // never created
 			} else if err != nil {

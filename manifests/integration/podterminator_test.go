@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 )
 
 // The pod-terminator renders exactly these objects; on the node, the
@@ -38,14 +38,14 @@ func init() {
 		elsewhere: map[string][]string{"Role/kooper-pod-terminator-events": {"default"}, "RoleBinding/kooper-pod-terminator-events": {"default"}},
 		examples:  podTerminatorExamples,
 		refused: func(ctx context.Context, p *podsTest) (string, error) {
-			invalid := &chaosv1alpha1.PodTerminator{
+			invalid := &chaosv1beta1.PodTerminator{
 				ObjectMeta: metav1.ObjectMeta{GenerateName: "protected-"},
-				Spec: chaosv1alpha1.PodTerminatorSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-					Namespaces: []string{"kube-system"}, TerminationPercent: 10},
+				Spec: chaosv1beta1.PodTerminatorSpec{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+					Namespaces: []string{"kube-system"}, Termination: chaosv1beta1.Termination{Percent: 10}},
 			}
-			created, err := p.crs.ChaosV1alpha1().PodTerminators().Create(ctx, invalid, metav1.CreateOptions{})
+			created, err := p.crs.ChaosV1beta1().PodTerminators().Create(ctx, invalid, metav1.CreateOptions{})
 			if err == nil {
-				_ = p.crs.ChaosV1alpha1().PodTerminators().Delete(ctx, created.Name, metav1.DeleteOptions{})
+				_ = p.crs.ChaosV1beta1().PodTerminators().Delete(ctx, created.Name, metav1.DeleteOptions{})
 			}
 			return `admission webhook "podterminators.chaos.kooperkit.io" denied the request`, err
 		},
@@ -90,7 +90,7 @@ func podTerminatorExamples(t *testing.T, p *podsTest) {
 	eventually(t, 60*time.Second, "4 Ready web pods", fourReady)
 	var names []string
 	for where, doc := range docExamples(t, "chaos.kooperkit.io", "PodTerminator") {
-		var pt chaosv1alpha1.PodTerminator
+		var pt chaosv1beta1.PodTerminator
 		if err := yaml.UnmarshalStrict([]byte(doc), &pt); err != nil {
 			t.Fatalf("%s: %v", where, err)
 		}
@@ -98,11 +98,11 @@ func podTerminatorExamples(t *testing.T, p *podsTest) {
 			t.Fatalf("%s: %v", where, err)
 		}
 		names = append(names, pt.Name)
-		t.Cleanup(func() { _ = p.crs.ChaosV1alpha1().PodTerminators().Delete(ctx, pt.Name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() { _ = p.crs.ChaosV1beta1().PodTerminators().Delete(ctx, pt.Name, metav1.DeleteOptions{}) })
 	}
 	for _, name := range names {
 		eventually(t, 30*time.Second, "PodTerminator "+name+" is Ready and says what it would terminate", func() error {
-			pt, err := p.crs.ChaosV1alpha1().PodTerminators().Get(ctx, name, metav1.GetOptions{})
+			pt, err := p.crs.ChaosV1beta1().PodTerminators().Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return err
 			}
@@ -123,19 +123,19 @@ func podTerminatorExamples(t *testing.T, p *podsTest) {
 	}
 
 	// The README's example for real: one of the four pods is evicted.
-	live := &chaosv1alpha1.PodTerminator{}
-	pt, err := p.crs.ChaosV1alpha1().PodTerminators().Get(ctx, "shop-web", metav1.GetOptions{})
+	live := &chaosv1beta1.PodTerminator{}
+	pt, err := p.crs.ChaosV1beta1().PodTerminators().Get(ctx, "shop-web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("the README's shop-web: %v", err)
 	}
 	live.Name, live.Spec = "shop-web-live", pt.Spec
 	live.Spec.DryRun = false
-	if _, err := p.crs.ChaosV1alpha1().PodTerminators().Create(ctx, live, metav1.CreateOptions{}); err != nil {
+	if _, err := p.crs.ChaosV1beta1().PodTerminators().Create(ctx, live, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.crs.ChaosV1alpha1().PodTerminators().Delete(ctx, live.Name, metav1.DeleteOptions{}) })
+	t.Cleanup(func() { _ = p.crs.ChaosV1beta1().PodTerminators().Delete(ctx, live.Name, metav1.DeleteOptions{}) })
 	eventually(t, 30*time.Second, "shop-web-live terminates a pod", func() error {
-		pt, err := p.crs.ChaosV1alpha1().PodTerminators().Get(ctx, live.Name, metav1.GetOptions{})
+		pt, err := p.crs.ChaosV1beta1().PodTerminators().Get(ctx, live.Name, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -155,12 +155,12 @@ func podTerminatorExamples(t *testing.T, p *podsTest) {
 		t.Errorf("kubectl patch pt shop-web to kube-system: %v: %s; want the webhook's refusal", err, out)
 	}
 	for _, name := range append(names, live.Name) {
-		if err := p.crs.ChaosV1alpha1().PodTerminators().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := p.crs.ChaosV1beta1().PodTerminators().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			t.Error(err)
 		}
 	}
 	eventually(t, 30*time.Second, "the PodTerminators are finalized and gone", func() error {
-		list, err := p.crs.ChaosV1alpha1().PodTerminators().List(ctx, metav1.ListOptions{})
+		list, err := p.crs.ChaosV1beta1().PodTerminators().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return err
 		}

@@ -14,9 +14,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	chaosclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
+	chaosclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1beta1"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -50,26 +50,24 @@ func TestDeputyUpdatesMakingAPodTerminatorMoreDestructiveAreCheckedAsTheirWriter
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
 
-	asAdmin := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
+	asAdmin := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
 	impersonated := rest.CopyConfig(cluster.Config())
 	impersonated.Impersonate = rest.ImpersonationConfig{UserName: user}
-	asMallory := versioned.NewForConfigOrDie(impersonated).ChaosV1alpha1().PodTerminators()
+	asMallory := versioned.NewForConfigOrDie(impersonated).ChaosV1beta1().PodTerminators()
 
 	// The admin's dry run: 50% of 4 pods, at least 1 left, every 2 seconds.
 	// Until the API server has the injected CA the answers are TLS errors:
 	// wait for a real one.
 	name := ns
-	dryRun := chaosv1alpha1.PodTerminatorSpec{
-		Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-		Namespaces:         []string{ns},
-		PeriodSeconds:      ptr.To[int32](2),
-		TerminationPercent: 50,
-		MinimumInstances:   ptr.To[int32](1),
-		DryRun:             true,
-		TerminationMethod:  chaosv1alpha1.TerminationMethodEviction,
+	dryRun := chaosv1beta1.PodTerminatorSpec{
+		Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+		Namespaces:  []string{ns},
+		Period:      &metav1.Duration{Duration: 2 * time.Second},
+		Termination: chaosv1beta1.Termination{Percent: 50, MinimumInstances: ptr.To[int32](1), Method: chaosv1beta1.TerminationMethodEviction},
+		DryRun:      true,
 	}
 	waitFor(t, 30*time.Second, "the admin's dry run is created", func() error {
-		_, err := asAdmin.Create(ctx, &chaosv1alpha1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: dryRun}, metav1.CreateOptions{})
+		_, err := asAdmin.Create(ctx, &chaosv1beta1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: dryRun}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -89,76 +87,76 @@ func TestDeputyUpdatesMakingAPodTerminatorMoreDestructiveAreCheckedAsTheirWriter
 	quoted := fmt.Sprintf("%q", ns)
 	tests := []struct {
 		name string
-		edit func(*chaosv1alpha1.PodTerminator)
+		edit func(*chaosv1beta1.PodTerminator)
 		want string // the start of the refusal; empty: accepted
 	}{
 		{
 			name: "the review's: dryRun off, 100%, minimumInstances 0, Delete",
-			edit: func(pt *chaosv1alpha1.PodTerminator) {
+			edit: func(pt *chaosv1beta1.PodTerminator) {
 				pt.Spec.DryRun = false
-				pt.Spec.TerminationPercent = 100
-				pt.Spec.MinimumInstances = ptr.To[int32](0)
-				pt.Spec.TerminationMethod = chaosv1alpha1.TerminationMethodDelete
+				pt.Spec.Termination.Percent = 100
+				pt.Spec.Termination.MinimumInstances = ptr.To[int32](0)
+				pt.Spec.Termination.Method = chaosv1beta1.TerminationMethodDelete
 			},
-			want: refused(quoted, "spec.dryRun turned off, spec.terminationPercent raised, spec.minimumInstances lowered, spec.terminationMethod changed to Delete"),
+			want: refused(quoted, "spec.dryRun turned off, spec.termination.percent raised, spec.termination.minimumInstances lowered, spec.termination.method changed to Delete"),
 		},
 		{
 			name: "dryRun turned off",
-			edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.DryRun = false },
+			edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.DryRun = false },
 			want: refused(quoted, "spec.dryRun turned off"),
 		},
 		{
 			name: "a higher percentage",
-			edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.TerminationPercent = 51 },
-			want: refused(quoted, "spec.terminationPercent raised"),
+			edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Termination.Percent = 51 },
+			want: refused(quoted, "spec.termination.percent raised"),
 		},
 		{
 			name: "a lower minimum",
-			edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.MinimumInstances = ptr.To[int32](0) },
-			want: refused(quoted, "spec.minimumInstances lowered"),
+			edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Termination.MinimumInstances = ptr.To[int32](0) },
+			want: refused(quoted, "spec.termination.minimumInstances lowered"),
 		},
 		{
 			name: "Delete instead of Eviction",
-			edit: func(pt *chaosv1alpha1.PodTerminator) {
-				pt.Spec.TerminationMethod = chaosv1alpha1.TerminationMethodDelete
+			edit: func(pt *chaosv1beta1.PodTerminator) {
+				pt.Spec.Termination.Method = chaosv1beta1.TerminationMethodDelete
 			},
-			want: refused(quoted, "spec.terminationMethod changed to Delete"),
+			want: refused(quoted, "spec.termination.method changed to Delete"),
 		},
 		{
 			name: "a shorter period",
-			edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.PeriodSeconds = ptr.To[int32](1) },
-			want: refused(quoted, "spec.periodSeconds shortened"),
+			edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Period = &metav1.Duration{Duration: time.Second} },
+			want: refused(quoted, "spec.period shortened"),
 		},
 		{
 			name: "another selector",
-			edit: func(pt *chaosv1alpha1.PodTerminator) {
+			edit: func(pt *chaosv1beta1.PodTerminator) {
 				pt.Spec.Selector.MatchLabels = map[string]string{"app": "database"}
 			},
 			want: refused(quoted, "spec.selector changed"),
 		},
 		{
 			name: "one more namespace",
-			edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.Namespaces = append(pt.Spec.Namespaces, other) },
+			edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Namespaces = append(pt.Spec.Namespaces, other) },
 			want: refused(fmt.Sprintf("%q, %q", ns, other), "spec.namespaces changed"),
 		},
 		{
 			name: "every namespace",
-			edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.Namespaces = nil },
+			edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Namespaces = nil },
 			want: refused("every namespace (spec.namespaces is empty)", "spec.namespaces changed"),
 		},
-		{name: "a higher minimum", edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.MinimumInstances = ptr.To[int32](2) }},
-		{name: "a lower percentage", edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.TerminationPercent = 49 }},
-		{name: "a longer period", edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Spec.PeriodSeconds = ptr.To[int32](3) }},
+		{name: "a higher minimum", edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Termination.MinimumInstances = ptr.To[int32](2) }},
+		{name: "a lower percentage", edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Termination.Percent = 49 }},
+		{name: "a longer period", edit: func(pt *chaosv1beta1.PodTerminator) { pt.Spec.Period = &metav1.Duration{Duration: 3 * time.Second} }},
 		{
 			name: "a label, the spec unchanged",
-			edit: func(pt *chaosv1alpha1.PodTerminator) { pt.Labels = map[string]string{"owner": "mallory"} },
+			edit: func(pt *chaosv1beta1.PodTerminator) { pt.Labels = map[string]string{"owner": "mallory"} },
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkAnswer(t, tryEdit(ctx, asMallory, name, tt.edit), tt.want)
 			// Each case starts from the admin's dry run.
-			err := tryEdit(ctx, asAdmin, name, func(pt *chaosv1alpha1.PodTerminator) { pt.Spec = *dryRun.DeepCopy() })
+			err := tryEdit(ctx, asAdmin, name, func(pt *chaosv1beta1.PodTerminator) { pt.Spec = *dryRun.DeepCopy() })
 			if err != nil {
 				t.Fatalf("could not restore the admin's dry run: %v", err)
 			}
@@ -184,7 +182,7 @@ func grantUpdatesOnly(t *testing.T, client kubernetes.Interface, user string) {
 	rbac := client.RbacV1()
 	role, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "podterminator-updater-"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{chaosv1alpha1.GroupName}, Resources: []string{"podterminators"}, Verbs: []string{"get", "update"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{chaosv1beta1.GroupName}, Resources: []string{"podterminators"}, Verbs: []string{"get", "update"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -203,7 +201,7 @@ func grantUpdatesOnly(t *testing.T, client kubernetes.Interface, user string) {
 
 // tryEdit edits the PodTerminator name, trying again on a conflict (the
 // operator writes its finalizer).
-func tryEdit(ctx context.Context, c chaosclient.PodTerminatorInterface, name string, edit func(*chaosv1alpha1.PodTerminator)) error {
+func tryEdit(ctx context.Context, c chaosclient.PodTerminatorInterface, name string, edit func(*chaosv1beta1.PodTerminator)) error {
 	for {
 		pt, err := c.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {

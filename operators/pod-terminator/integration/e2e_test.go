@@ -16,16 +16,20 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/conversion"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -42,7 +46,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
 	chaosAdmin := versioned.NewForConfigOrDie(cluster.Config())
-	terminators := chaosAdmin.ChaosV1alpha1().PodTerminators()
+	terminators := chaosAdmin.ChaosV1beta1().PodTerminators()
 
 	// The webhook, registered by URL on 127.0.0.1 with no CA: the operator
 	// generates its certificate and injects the CA, as in a cluster.
@@ -73,12 +77,12 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 
 	t.Run("invalid objects are refused with clear messages and never handled", func(t *testing.T) {
 		queuedBefore := e2etest.Metric(t, registry, "kooper_controller_queued_events_total", nil)
-		valid := func(edit func(*chaosv1alpha1.PodTerminatorSpec)) *chaosv1alpha1.PodTerminator {
-			pt := &chaosv1alpha1.PodTerminator{
+		valid := func(edit func(*chaosv1beta1.PodTerminatorSpec)) *chaosv1beta1.PodTerminator {
+			pt := &chaosv1beta1.PodTerminator{
 				ObjectMeta: metav1.ObjectMeta{Name: "invalid"},
-				Spec: chaosv1alpha1.PodTerminatorSpec{
-					Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-					TerminationPercent: 30,
+				Spec: chaosv1beta1.PodTerminatorSpec{
+					Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+					Termination: chaosv1beta1.Termination{Percent: 30},
 				},
 			}
 			edit(&pt.Spec)
@@ -86,23 +90,23 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		}
 		tests := []struct {
 			name string
-			pt   *chaosv1alpha1.PodTerminator
+			pt   *chaosv1beta1.PodTerminator
 			want string
 		}{
-			{"empty selector (schema, CEL)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} }),
+			{"empty selector (schema, CEL)", valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} }),
 				"selector must not be empty: set matchLabels or matchExpressions"},
-			{"percent 0 (schema)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 0 }),
-				"spec.terminationPercent: Invalid value: 0: spec.terminationPercent in body should be greater than or equal to 1"},
-			{"percent 150 (schema)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 150 }),
-				"spec.terminationPercent in body should be less than or equal to 100"},
-			{"negative minimum (schema)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.MinimumInstances = ptr.To[int32](-1) }),
-				"spec.minimumInstances in body should be greater than or equal to 0"},
-			{"kube-system (webhook)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{"kube-system"} }),
+			{"percent 0 (schema)", valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Percent = 0 }),
+				"spec.termination.percent: Invalid value: 0: spec.termination.percent in body should be greater than or equal to 1"},
+			{"percent 150 (schema)", valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Percent = 150 }),
+				"spec.termination.percent in body should be less than or equal to 100"},
+			{"negative minimum (schema)", valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.MinimumInstances = ptr.To[int32](-1) }),
+				"spec.termination.minimumInstances in body should be greater than or equal to 0"},
+			{"kube-system (webhook)", valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Namespaces = []string{"kube-system"} }),
 				`admission webhook "podterminators.chaos.kooperkit.io" denied the request: invalid PodTerminator: spec.namespaces: "kube-system" is protected`},
-			{"selector by exclusion (webhook)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+			{"selector by exclusion (webhook)", valid(func(s *chaosv1beta1.PodTerminatorSpec) {
 				s.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"db"}}}}
 			}), "matches by exclusion only"},
-			{"the operator's own pods (webhook)", valid(func(s *chaosv1alpha1.PodTerminatorSpec) {
+			{"the operator's own pods (webhook)", valid(func(s *chaosv1beta1.PodTerminatorSpec) {
 				s.Selector = metav1.LabelSelector{MatchLabels: operator.DefaultPodLabels}
 			}), "matches the pod-terminator's own pods"},
 		}
@@ -127,12 +131,12 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 			warnings := &warningRecorder{}
 			cfg := rest.CopyConfig(cluster.Config())
 			cfg.WarningHandler = warnings
-			pt := valid(func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 80 })
-			_, err := versioned.NewForConfigOrDie(cfg).ChaosV1alpha1().PodTerminators().Create(ctx, pt, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			pt := valid(func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Percent = 80 })
+			_, err := versioned.NewForConfigOrDie(cfg).ChaosV1beta1().PodTerminators().Create(ctx, pt, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := warnings.String(); !strings.Contains(got, "terminationPercent 80 without dryRun terminates most matching pods") {
+			if got := warnings.String(); !strings.Contains(got, "termination.percent 80 without dryRun or maxPods terminates most matching pods") {
 				t.Errorf("got warnings %q, want the high-percent warning", got)
 			}
 		})
@@ -147,14 +151,13 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	var periodsBefore int
 	requestsBefore := requests.Counts()
 	t.Run("each period terminates what the rule says and never goes below the minimum", func(t *testing.T) {
-		_, err := terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
+		_, err := terminators.Create(ctx, &chaosv1beta1.PodTerminator{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
-			Spec: chaosv1alpha1.PodTerminatorSpec{
-				Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-				Namespaces:         []string{ns.Name},
-				PeriodSeconds:      ptr.To[int32](1),
-				TerminationPercent: 30,
-				MinimumInstances:   ptr.To[int32](8),
+			Spec: chaosv1beta1.PodTerminatorSpec{
+				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+				Namespaces:  []string{ns.Name},
+				Period:      &metav1.Duration{Duration: 1 * time.Second},
+				Termination: chaosv1beta1.Termination{Percent: 30, MinimumInstances: ptr.To[int32](8)},
 			},
 		}, metav1.CreateOptions{})
 		if err != nil {
@@ -168,13 +171,13 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 		if !slicesContains(pt.Finalizers, "chaos.kooperkit.io/pod-terminator") {
 			t.Errorf("got finalizers %v, want the operator's", pt.Finalizers)
 		}
-		if c := findCondition(pt.Status.Conditions, chaosv1alpha1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		if c := findCondition(pt.Status.Conditions, chaosv1beta1.ConditionReady); c == nil || c.Status != metav1.ConditionTrue {
 			t.Errorf("got conditions %+v, want Ready", pt.Status.Conditions)
 		}
 	})
 
 	t.Run("a spec change (dry run) takes effect from the next period", func(t *testing.T) {
-		changed := updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = true })
+		changed := updateSpec(t, terminators, name, func(s *chaosv1beta1.PodTerminatorSpec) { s.DryRun = true })
 		e2etest.Eventually(t, 10*time.Second, "a DryRun event", func() bool {
 			return len(periodEvents(t, admin, name, "DryRun")) > 0
 		})
@@ -251,7 +254,7 @@ func TestThePodTerminatorEndToEnd(t *testing.T) {
 	})
 
 	t.Run("deleting the PodTerminator stops it within one period and removes the finalizer and its metrics", func(t *testing.T) {
-		updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = false })
+		updateSpec(t, terminators, name, func(s *chaosv1beta1.PodTerminatorSpec) { s.DryRun = false })
 		resumed := pods.deletedCount()
 		e2etest.Eventually(t, 10*time.Second, "terminations resume", func() bool { return pods.deletedCount() > resumed })
 		if n := seriesOf(t, registry, "kooper_pod_terminator_terminated_pods_total", "terminator", name); n != 2 {
@@ -316,7 +319,7 @@ func applyManifests(t *testing.T) {
 	applyKustomizations(t, crdDir, rbacDir)
 	client := versioned.NewForConfigOrDie(cluster.Config())
 	e2etest.Eventually(t, 30*time.Second, "the PodTerminator CRD is served", func() bool {
-		_, err := client.ChaosV1alpha1().PodTerminators().List(context.Background(), metav1.ListOptions{})
+		_, err := client.ChaosV1beta1().PodTerminators().List(context.Background(), metav1.ListOptions{})
 		return err == nil
 	})
 }
@@ -342,6 +345,50 @@ func registerWebhook(t *testing.T, client kubernetes.Interface, addr string) {
 		err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(context.Background(), vwc.Name, metav1.DeleteOptions{})
 		if err != nil {
 			t.Errorf("could not remove the webhook configuration: %v", err)
+		}
+	})
+	registerConversion(t, addr)
+}
+
+// registerConversion points the PodTerminator CRD's conversion webhook at
+// the operator's webhook server at addr, with no CA (the operator writes
+// its own, as in a cluster), and puts the CRD's conversion back at the end
+// of the test.
+func registerConversion(t *testing.T, addr string) {
+	t.Helper()
+	ctx := context.Background()
+	crds := apiextensionsclient.NewForConfigOrDie(cluster.Config()).ApiextensionsV1().CustomResourceDefinitions()
+	url := "https://" + addr + conversion.Path
+	var before *apiextensionsv1.CustomResourceConversion
+	set := func(to func(*apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			crd, err := crds.Get(ctx, webhook.CRDName, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			crd.Spec.Conversion = to(crd.Spec.Conversion)
+			_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
+			return err
+		})
+	}
+	err := set(func(old *apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion {
+		before = old.DeepCopy()
+		return &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url},
+				ConversionReviewVersions: []string{"v1"},
+			},
+		}
+	})
+	if err != nil {
+		t.Fatalf("could not point the CRD's conversion webhook at %s: %v", url, err)
+	}
+	t.Cleanup(func() {
+		if err := set(func(*apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion {
+			return before
+		}); err != nil {
+			t.Errorf("could not put the CRD's conversion back: %v", err)
 		}
 	})
 }
@@ -373,9 +420,9 @@ func createPods(t *testing.T, client kubernetes.Interface, ns, name string, labe
 }
 
 func updateSpec(t *testing.T, c interface {
-	Get(context.Context, string, metav1.GetOptions) (*chaosv1alpha1.PodTerminator, error)
-	Update(context.Context, *chaosv1alpha1.PodTerminator, metav1.UpdateOptions) (*chaosv1alpha1.PodTerminator, error)
-}, name string, edit func(*chaosv1alpha1.PodTerminatorSpec)) time.Time {
+	Get(context.Context, string, metav1.GetOptions) (*chaosv1beta1.PodTerminator, error)
+	Update(context.Context, *chaosv1beta1.PodTerminator, metav1.UpdateOptions) (*chaosv1beta1.PodTerminator, error)
+}, name string, edit func(*chaosv1beta1.PodTerminatorSpec)) time.Time {
 	t.Helper()
 	for {
 		pt, err := c.Get(context.Background(), name, metav1.GetOptions{})

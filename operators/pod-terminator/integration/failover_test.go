@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
@@ -30,7 +30,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
-	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
+	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
 
 	ns, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "failover-"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -76,14 +76,13 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 
 	// A name of its own per run: -count=2 must not count the first run's Events.
 	name := ns.Name
-	_, err = terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
+	_, err = terminators.Create(ctx, &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-			Namespaces:         []string{ns.Name},
-			PeriodSeconds:      ptr.To[int32](1),
-			TerminationPercent: 30,
-			MinimumInstances:   ptr.To[int32](8),
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			Namespaces:  []string{ns.Name},
+			Period:      &metav1.Duration{Duration: 1 * time.Second},
+			Termination: chaosv1beta1.Termination{Percent: 30, MinimumInstances: ptr.To[int32](8)},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -111,7 +110,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 
 	// Stop terminating, then compare: every pod the watch saw deleted is in
 	// the status, in the two replicas' metrics and in the Events.
-	updateSpec(t, terminators, name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.DryRun = true })
+	updateSpec(t, terminators, name, func(s *chaosv1beta1.PodTerminatorSpec) { s.DryRun = true })
 	time.Sleep(2 * time.Second)
 	var deleted, total, metrics, events int
 	defer func() {
@@ -147,12 +146,12 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 	// No webhook runs in this test: an invalid spec the schema allows
 	// reaches the operator, which marks it Invalid once and leaves it.
 	slipped := name + "-slipped-past"
-	_, err = terminators.Create(ctx, &chaosv1alpha1.PodTerminator{
+	_, err = terminators.Create(ctx, &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{Name: slipped},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-			Namespaces:         []string{"kube-system"},
-			TerminationPercent: 30,
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			Namespaces:  []string{"kube-system"},
+			Termination: chaosv1beta1.Termination{Percent: 30},
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -165,7 +164,7 @@ func TestTerminationsCarryOnAcrossALeaderChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, c := range pt.Status.Conditions {
-			if c.Type == chaosv1alpha1.ConditionInvalid && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, `"kube-system" is protected`) {
+			if c.Type == chaosv1beta1.ConditionInvalid && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, `"kube-system" is protected`) {
 				return true
 			}
 		}

@@ -27,7 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/controller/leaderelection"
 	"github.com/kooperkit/kooper/kooper/log"
@@ -79,7 +79,7 @@ func TestAFloodAtTheWebhookAndMetricsPortsCostsNeitherTheLeaseNorTheAnswers(t *t
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
-	asAdmin := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
+	asAdmin := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
 
 	webhookAddr, httpAddr, secureAddr := e2etest.FreeAddr(t), e2etest.FreeAddr(t), e2etest.FreeAddr(t)
 	registerWebhook(t, admin, webhookAddr)
@@ -299,15 +299,14 @@ func floodReview(t *testing.T, user string) []byte {
 	for i := range namespaces {
 		namespaces[i] = fmt.Sprintf("flood-%d", i)
 	}
-	pt := &chaosv1alpha1.PodTerminator{
-		TypeMeta:   metav1.TypeMeta{APIVersion: chaosv1alpha1.SchemeGroupVersion.String(), Kind: "PodTerminator"},
+	pt := &chaosv1beta1.PodTerminator{
+		TypeMeta:   metav1.TypeMeta{APIVersion: chaosv1beta1.SchemeGroupVersion.String(), Kind: "PodTerminator"},
 		ObjectMeta: metav1.ObjectMeta{Name: "flood"},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-			Namespaces:         namespaces,
-			TerminationPercent: 10,
-			PeriodSeconds:      ptr.To[int32](60),
-			MinimumInstances:   ptr.To[int32](1),
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			Namespaces:  namespaces,
+			Termination: chaosv1beta1.Termination{Percent: 10, MinimumInstances: ptr.To[int32](1)},
+			Period:      &metav1.Duration{Duration: 60 * time.Second},
 		},
 	}
 	obj, err := json.Marshal(pt)
@@ -318,8 +317,8 @@ func floodReview(t *testing.T, user string) []byte {
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
 		Request: &admissionv1.AdmissionRequest{
 			UID:       types.UID(randomToken()),
-			Kind:      metav1.GroupVersionKind{Group: chaosv1alpha1.GroupName, Version: "v1alpha1", Kind: "PodTerminator"},
-			Resource:  metav1.GroupVersionResource{Group: chaosv1alpha1.GroupName, Version: "v1alpha1", Resource: "podterminators"},
+			Kind:      metav1.GroupVersionKind{Group: chaosv1beta1.GroupName, Version: "v1beta1", Kind: "PodTerminator"},
+			Resource:  metav1.GroupVersionResource{Group: chaosv1beta1.GroupName, Version: "v1beta1", Resource: "podterminators"},
 			Name:      pt.Name,
 			Operation: admissionv1.Create,
 			Object:    runtime.RawExtension{Raw: obj},

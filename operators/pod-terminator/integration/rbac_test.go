@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/event"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
@@ -126,7 +126,7 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 func TestTheEventsOfAPodTerminatorAreWrittenWhereTheAccountMay(t *testing.T) {
 	applyKustomizations(t, rbacDir)
 	scheme := runtime.NewScheme()
-	if err := chaosv1alpha1.AddToScheme(scheme); err != nil {
+	if err := chaosv1beta1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	asAccount := kubernetes.NewForConfigOrDie(e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100))
@@ -135,7 +135,7 @@ func TestTheEventsOfAPodTerminatorAreWrittenWhereTheAccountMay(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "rbac-events-" + rand.String(5)
-	recorder.Normal(&chaosv1alpha1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}},
+	recorder.Normal(&chaosv1beta1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}},
 		"RBACTest", "written by the ServiceAccount")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -19,9 +19,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
@@ -37,7 +36,7 @@ func TestWebhookCertificateRotatesWithoutRefusedCalls(t *testing.T) {
 	ctx := context.Background()
 	applyManifests(t)
 	admin := kubernetes.NewForConfigOrDie(cluster.Config())
-	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
+	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
 
 	// The Role lets the operator use this one Secret name only: start from
 	// none, so the short-lived certificate is issued here, and leave none
@@ -75,19 +74,19 @@ func TestWebhookCertificateRotatesWithoutRefusedCalls(t *testing.T) {
 		e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
 	}
 
-	spec := func(percent int32) chaosv1alpha1.PodTerminatorSpec {
-		return chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "nothing-here"}},
-			Namespaces:         []string{ns.Name},
-			PeriodSeconds:      ptr.To[int32](60),
-			TerminationPercent: percent,
-			DryRun:             true,
+	spec := func(percent int32) chaosv1beta1.PodTerminatorSpec {
+		return chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "nothing-here"}},
+			Namespaces:  []string{ns.Name},
+			Period:      &metav1.Duration{Duration: 60 * time.Second},
+			Termination: chaosv1beta1.Termination{Percent: percent},
+			DryRun:      true,
 		}
 	}
 	// Until the API server has the injected CA, calls fail with a TLS
 	// error, as at any installation: wait for the first answer.
 	e2etest.Eventually(t, 30*time.Second, "the webhook answers", func() bool {
-		_, err := terminators.Create(ctx, &chaosv1alpha1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: spec(10)}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := terminators.Create(ctx, &chaosv1beta1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: spec(10)}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil
 	})
 	logsBefore := logs.Len()
@@ -116,11 +115,11 @@ func TestWebhookCertificateRotatesWithoutRefusedCalls(t *testing.T) {
 			start = time.Now() // and keep writing a while after each change
 		}
 
-		_, err := terminators.Create(ctx, &chaosv1alpha1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: "dry-run"}, Spec: spec(10)}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		_, err := terminators.Create(ctx, &chaosv1beta1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: "dry-run"}, Spec: spec(10)}, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		call("dry-run create", err)
 
 		name := fmt.Sprintf("%s-%d", ns.Name, i)
-		_, err = terminators.Create(ctx, &chaosv1alpha1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec(10)}, metav1.CreateOptions{})
+		_, err = terminators.Create(ctx, &chaosv1beta1.PodTerminator{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec(10)}, metav1.CreateOptions{})
 		call("create "+name, err)
 		if err == nil {
 			created = append(created, name)

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
@@ -71,12 +71,12 @@ func deleteNamespaceAtEnd(t *testing.T, client kubernetes.Interface, ns string) 
 // createTerminator creates a PodTerminator of the victims of ns, named after
 // ns, and deletes it when the test ends, waiting until the operator (started
 // before, so stopped after) has removed its finalizer.
-func createTerminator(t *testing.T, ns string, edit func(*chaosv1alpha1.PodTerminatorSpec)) {
+func createTerminator(t *testing.T, ns string, edit func(*chaosv1beta1.PodTerminatorSpec)) {
 	t.Helper()
-	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
-	pt := &chaosv1alpha1.PodTerminator{
+	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
+	pt := &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{Name: ns},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
+		Spec: chaosv1beta1.PodTerminatorSpec{
 			Selector:   metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
 			Namespaces: []string{ns},
 		},
@@ -90,11 +90,11 @@ func createTerminator(t *testing.T, ns string, edit func(*chaosv1alpha1.PodTermi
 
 func readyCondition(t *testing.T, name string) metav1.Condition {
 	t.Helper()
-	pt, err := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators().Get(context.Background(), name, metav1.GetOptions{})
+	pt, err := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators().Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := findCondition(pt.Status.Conditions, chaosv1alpha1.ConditionReady); c != nil {
+	if c := findCondition(pt.Status.Conditions, chaosv1beta1.ConditionReady); c != nil {
 		return *c
 	}
 	return metav1.Condition{}
@@ -151,13 +151,13 @@ func TestOnlyReadyPodsAreCountedAndTerminated(t *testing.T) {
 
 	runOperator(t)
 	// One period only: the next is an hour away.
-	createTerminator(t, ns, func(s *chaosv1alpha1.PodTerminatorSpec) {
-		s.PeriodSeconds = ptr.To[int32](3600)
-		s.TerminationPercent = 100
-		s.MinimumInstances = ptr.To[int32](2)
+	createTerminator(t, ns, func(s *chaosv1beta1.PodTerminatorSpec) {
+		s.Period = &metav1.Duration{Duration: time.Hour}
+		s.Termination.Percent = 100
+		s.Termination.MinimumInstances = ptr.To[int32](2)
 	})
 	e2etest.Eventually(t, 30*time.Second, "the period is recorded", func() bool {
-		return readyCondition(t, ns).Reason == chaosv1alpha1.ReasonReconciled
+		return readyCondition(t, ns).Reason == chaosv1beta1.ReasonReconciled
 	})
 	// The Event is queued and written after the status (kooper/event): wait
 	// for it, then check it is the only one.
@@ -210,22 +210,22 @@ func TestADisruptionBudgetHoldsEvictionsButNotDeletes(t *testing.T) {
 	pods.startCountingMinimum()
 
 	runOperator(t)
-	createTerminator(t, ns, func(s *chaosv1alpha1.PodTerminatorSpec) {
-		s.PeriodSeconds = ptr.To[int32](2)
-		s.TerminationPercent = 100
-		s.MinimumInstances = ptr.To[int32](0)
+	createTerminator(t, ns, func(s *chaosv1beta1.PodTerminatorSpec) {
+		s.Period = &metav1.Duration{Duration: 2 * time.Second}
+		s.Termination.Percent = 100
+		s.Termination.MinimumInstances = ptr.To[int32](0)
 	})
 	var c metav1.Condition
 	e2etest.Eventually(t, 30*time.Second, "the status says a budget refused evictions", func() bool {
 		c = readyCondition(t, ns)
-		return c.Reason == chaosv1alpha1.ReasonDisruptionBudget
+		return c.Reason == chaosv1beta1.ReasonDisruptionBudget
 	})
 	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "a disruption budget refused evicting") || !strings.Contains(c.Message, ns+"/victim-") {
 		t.Errorf("got Ready %+v, want False with a message naming the refused pods", c)
 	}
 	e2etest.Eventually(t, 30*time.Second, "a Warning Event DisruptionBudget", func() bool {
 		list, err := admin.CoreV1().Events(metav1.NamespaceDefault).List(ctx, metav1.ListOptions{
-			FieldSelector: "involvedObject.kind=PodTerminator,involvedObject.name=" + ns + ",reason=" + chaosv1alpha1.ReasonDisruptionBudget,
+			FieldSelector: "involvedObject.kind=PodTerminator,involvedObject.name=" + ns + ",reason=" + chaosv1beta1.ReasonDisruptionBudget,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -238,12 +238,12 @@ func TestADisruptionBudgetHoldsEvictionsButNotDeletes(t *testing.T) {
 		t.Errorf("got %d Ready victims at the fewest while evicting, want never below the budget's 3", m)
 	}
 
-	updateSpec(t, versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators(), ns,
-		func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationMethod = chaosv1alpha1.TerminationMethodDelete })
+	updateSpec(t, versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators(), ns,
+		func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Method = chaosv1beta1.TerminationMethodDelete })
 	e2etest.Eventually(t, 60*time.Second, "Delete takes the Ready victims below the budget", func() bool { return pods.minimum() < 3 })
 	e2etest.Eventually(t, 30*time.Second, "the status no longer mentions the budget", func() bool {
 		c := readyCondition(t, ns)
-		return c.Status == metav1.ConditionTrue && c.Reason == chaosv1alpha1.ReasonReconciled
+		return c.Status == metav1.ConditionTrue && c.Reason == chaosv1beta1.ReasonReconciled
 	})
 }
 

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
-	chaosclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1alpha1"
+	chaosclient "github.com/kooperkit/kooper/apis/client/clientset/versioned/typed/chaos/v1beta1"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -49,10 +49,10 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
 
-	asAdmin := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
+	asAdmin := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
 	impersonated := rest.CopyConfig(cluster.Config())
 	impersonated.Impersonate = rest.ImpersonationConfig{UserName: user}
-	asAlice := versioned.NewForConfigOrDie(impersonated).ChaosV1alpha1().PodTerminators()
+	asAlice := versioned.NewForConfigOrDie(impersonated).ChaosV1beta1().PodTerminators()
 
 	// Until the API server has read the webhook configuration it admits
 	// every create, and until it has the injected CA, and the new
@@ -113,19 +113,19 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 		}
 		t.Cleanup(func() { deleteTerminator(t, asAdmin, pt.Name) })
 		// Less destructive: allowed, nothing to check.
-		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 5 })
+		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Percent = 5 })
 		checkAnswer(t, err, "")
 		// More destructive (deputy_test.go tries every way): checked.
 		const more = `user "alice" may not delete pods in every namespace this PodTerminator targets: %s; a PodTerminator deletes pods in your name, so making one more destructive (%s) needs that permission`
-		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 20 })
-		checkAnswer(t, err, fmt.Sprintf(more, fmt.Sprintf("%q", theirs), "spec.terminationPercent raised"))
-		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) {
+		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Percent = 20 })
+		checkAnswer(t, err, fmt.Sprintf(more, fmt.Sprintf("%q", theirs), "spec.termination.percent raised"))
+		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1beta1.PodTerminatorSpec) {
 			s.Selector.MatchLabels = map[string]string{"app": "someone-elses"}
 		})
 		checkAnswer(t, err, fmt.Sprintf(more, fmt.Sprintf("%q", theirs), "spec.selector changed"))
-		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = nil })
+		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1beta1.PodTerminatorSpec) { s.Namespaces = nil })
 		checkAnswer(t, err, fmt.Sprintf(more, "every namespace (spec.namespaces is empty)", "spec.namespaces changed"))
-		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1alpha1.PodTerminatorSpec) { s.Namespaces = []string{mine} })
+		err = tryUpdate(ctx, asAlice, pt.Name, func(s *chaosv1beta1.PodTerminatorSpec) { s.Namespaces = []string{mine} })
 		checkAnswer(t, err, "")
 	})
 }
@@ -135,7 +135,7 @@ func TestAPodTerminatorTargetsOnlyPodsItsWriterMayDelete(t *testing.T) {
 func TestTheSchemaBoundsTheNamespaces(t *testing.T) {
 	ctx := context.Background()
 	applyManifests(t)
-	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
+	terminators := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
 	many := make([]string, 65)
 	for i := range many {
 		many[i] = fmt.Sprintf("team-%d", i)
@@ -167,14 +167,14 @@ func TestTheSchemaBoundsTheNamespaces(t *testing.T) {
 
 // terminatorIn returns a dry-run PodTerminator whose selector matches no
 // pod, targeting namespaces (every one when empty).
-func terminatorIn(namespaces ...string) *chaosv1alpha1.PodTerminator {
-	return &chaosv1alpha1.PodTerminator{
+func terminatorIn(namespaces ...string) *chaosv1beta1.PodTerminator {
+	return &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "access-"},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "no-such-app"}},
-			Namespaces:         namespaces,
-			TerminationPercent: 10,
-			DryRun:             true,
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "no-such-app"}},
+			Namespaces:  namespaces,
+			Termination: chaosv1beta1.Termination{Percent: 10},
+			DryRun:      true,
 		},
 	}
 }
@@ -188,7 +188,7 @@ func tryCreate(ctx context.Context, c chaosclient.PodTerminatorInterface, namesp
 
 // tryUpdate edits the spec of the PodTerminator name, trying again on a
 // conflict (the operator writes its finalizer).
-func tryUpdate(ctx context.Context, c chaosclient.PodTerminatorInterface, name string, edit func(*chaosv1alpha1.PodTerminatorSpec)) error {
+func tryUpdate(ctx context.Context, c chaosclient.PodTerminatorInterface, name string, edit func(*chaosv1beta1.PodTerminatorSpec)) error {
 	for {
 		pt, err := c.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -246,7 +246,7 @@ func grant(t *testing.T, client kubernetes.Interface, user, namespace string) {
 	subjects := []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}}
 	writer, err := rbac.ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "podterminator-writer-"},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{chaosv1alpha1.GroupName}, Resources: []string{"podterminators"}, Verbs: []string{"create", "get", "update"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{chaosv1beta1.GroupName}, Resources: []string{"podterminators"}, Verbs: []string{"create", "get", "update"}}},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)

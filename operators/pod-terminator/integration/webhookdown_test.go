@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/handler"
@@ -28,14 +28,14 @@ import (
 func TestAPodTerminatorIsDeletedWhileItsWebhookIsDown(t *testing.T) {
 	ctx := context.Background()
 	applyManifests(t)
-	pts := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1alpha1().PodTerminators()
+	pts := versioned.NewForConfigOrDie(cluster.Config()).ChaosV1beta1().PodTerminators()
 	name := "webhook-down-" + rand.String(5)
-	_, err := pts.Create(ctx, &chaosv1alpha1.PodTerminator{
+	_, err := pts.Create(ctx, &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{handler.Finalizer}},
-		Spec: chaosv1alpha1.PodTerminatorSpec{
-			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-			TerminationPercent: 30,
-			DryRun:             true,
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			Termination: chaosv1beta1.Termination{Percent: 30},
+			DryRun:      true,
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -53,7 +53,7 @@ func TestAPodTerminatorIsDeletedWhileItsWebhookIsDown(t *testing.T) {
 	percent := int32(30)
 	e2etest.Eventually(t, 30*time.Second, "a spec change is refused: the webhook does not answer", func() bool {
 		percent++
-		patch := fmt.Appendf(nil, `{"spec":{"terminationPercent":%d}}`, percent)
+		patch := fmt.Appendf(nil, `{"spec":{"termination":{"percent":%d}}}`, percent)
 		_, err := pts.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 		switch {
 		case err == nil: // the API server has not seen the configuration yet
