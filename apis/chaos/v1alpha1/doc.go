@@ -2,6 +2,11 @@
 // PodTerminator, a cluster-scoped resource that tells the pod-terminator
 // operator which pods it may delete, how many and how often.
 //
+// v1alpha1 is deprecated: the API server still serves it, with a warning,
+// and stores v1beta1 (package v1beta1 says what changed). ConvertTo and
+// ConvertFrom convert between the two; the operator's conversion webhook
+// calls them.
+//
 // Import it with the alias chaosv1alpha1:
 //
 //	import chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"

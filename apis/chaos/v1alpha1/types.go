@@ -14,6 +14,7 @@ import (
 // +genclient:nonNamespaced
 // +k8s:deepcopy-gen:interfaces=k8s.io/apimachinery/pkg/runtime.Object
 // +kubebuilder:resource:scope=Cluster,shortName=pt,categories=chaos
+// +kubebuilder:deprecatedversion:warning="chaos.kooperkit.io/v1alpha1 PodTerminator is deprecated; use chaos.kooperkit.io/v1beta1 (spec.period, spec.termination)"
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`,description="Whether the last period ran as asked"
 // +kubebuilder:printcolumn:name="Reason",type=string,priority=1,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why Ready is what it is"

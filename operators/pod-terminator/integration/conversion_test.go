@@ -1,0 +1,160 @@
+package integration_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
+	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	"github.com/kooperkit/kooper/hack/envtest"
+	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/e2etest"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
+)
+
+// The API server stores v1beta1 and serves v1alpha1 too, converted by the
+// operator's conversion webhook: either version reads the same object, a
+// write through v1alpha1 reads back through v1beta1, what v1alpha1 cannot
+// hold survives a read-modify-write through it, and v1alpha1 answers with
+// a deprecation warning.
+func TestBothVersionsServeTheSameObjects(t *testing.T) {
+	ctx := context.Background()
+	applyManifests(t)
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	addr := e2etest.FreeAddr(t)
+	registerWebhook(t, admin, addr)
+	cfg := operator.Config{
+		REST:    e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100),
+		Webhook: operator.Webhook{Addr: addr, Hosts: []string{"127.0.0.1"}},
+		Logger:  log.NewStd(t.Output(), log.StdOptions{}),
+	}
+	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
+
+	seen := &warningRecorder{}
+	restCfg := cluster.Config()
+	restCfg.WarningHandler = seen
+	clients := versioned.NewForConfigOrDie(restCfg)
+	beta, alpha := clients.ChaosV1beta1().PodTerminators(), clients.ChaosV1alpha1().PodTerminators()
+	// The operator writes its CA into the CRD; until the API server has
+	// it, v1alpha1 cannot be read.
+	e2etest.Eventually(t, 30*time.Second, "v1alpha1 is served through the conversion webhook", func() bool {
+		_, err := alpha.List(ctx, metav1.ListOptions{})
+		return err == nil
+	})
+
+	name := "both-" + rand.String(5)
+	t.Cleanup(func() { _ = beta.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	written, err := beta.Create(ctx, &chaosv1beta1.PodTerminator{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: chaosv1beta1.PodTerminatorSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			Period:   &metav1.Duration{Duration: 1500 * time.Millisecond},
+			Termination: chaosv1beta1.Termination{
+				Percent: 20, MaxPods: ptr.To[int32](2), Method: chaosv1beta1.TerminationMethodDelete,
+			},
+			DryRun: true,
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("v1alpha1 reads what v1beta1 wrote, with a deprecation warning", func(t *testing.T) {
+		old, err := alpha.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := old.Spec
+		if *s.PeriodSeconds != 1 || s.TerminationPercent != 20 || *s.MinimumInstances != 1 || s.TerminationMethod != chaosv1alpha1.TerminationMethodDelete || !s.DryRun {
+			t.Errorf("got spec %+v, want periodSeconds 1 (1.5s toward zero), 20%%, the default minimum 1, Delete, dry run", s)
+		}
+		if got := old.Annotations[chaosv1beta1.PreservedAnnotation]; got != `{"period":"1.5s","maxPods":2}` {
+			t.Errorf("got annotation %q, want what v1alpha1 cannot hold", got)
+		}
+		if old.UID != written.UID || old.ResourceVersion != written.ResourceVersion {
+			t.Errorf("got uid %s version %s, want the object written (%s, %s)", old.UID, old.ResourceVersion, written.UID, written.ResourceVersion)
+		}
+		if !strings.Contains(seen.String(), "chaos.kooperkit.io/v1alpha1 PodTerminator is deprecated") {
+			t.Errorf("got warnings %q, want the deprecation", seen)
+		}
+	})
+
+	t.Run("kubectl get of either version returns the same object", func(t *testing.T) {
+		get := func(resource string) map[string]any {
+			out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
+				"get", resource, name, "-o", "json").Output()
+			if err != nil {
+				t.Fatalf("kubectl get %s: %v", resource, err)
+			}
+			var obj map[string]any
+			if err := json.Unmarshal(out, &obj); err != nil {
+				t.Fatal(err)
+			}
+			return obj
+		}
+		b, a := get("podterminators.v1beta1.chaos.kooperkit.io"), get("podterminators.v1alpha1.chaos.kooperkit.io")
+		bm, am := b["metadata"].(map[string]any), a["metadata"].(map[string]any)
+		if b["apiVersion"] != "chaos.kooperkit.io/v1beta1" || a["apiVersion"] != "chaos.kooperkit.io/v1alpha1" || bm["uid"] != am["uid"] || bm["resourceVersion"] != am["resourceVersion"] {
+			t.Errorf("got %v %v and %v %v, want one object in two versions", b["apiVersion"], bm["uid"], a["apiVersion"], am["uid"])
+		}
+	})
+
+	t.Run("an update through v1alpha1 keeps what only v1beta1 holds", func(t *testing.T) {
+		old, err := alpha.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old.Spec.TerminationPercent = 30
+		if _, err := alpha.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := beta.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm := got.Spec.Termination
+		if tm.Percent != 30 || tm.MaxPods == nil || *tm.MaxPods != 2 || got.Spec.Period.Duration != 1500*time.Millisecond {
+			t.Errorf("got termination %+v, period %s, want 30%% and the kept maxPods 2 and period 1.5s", tm, got.Spec.Period.Duration)
+		}
+		if _, ok := got.Annotations[chaosv1beta1.PreservedAnnotation]; ok {
+			t.Errorf("got annotations %v, want none of the conversion's in v1beta1", got.Annotations)
+		}
+	})
+
+	t.Run("a write through v1alpha1 reads back through v1beta1", func(t *testing.T) {
+		oldName := "old-" + rand.String(5)
+		t.Cleanup(func() { _ = beta.Delete(context.Background(), oldName, metav1.DeleteOptions{}) })
+		_, err := alpha.Create(ctx, &chaosv1alpha1.PodTerminator{
+			ObjectMeta: metav1.ObjectMeta{Name: oldName},
+			Spec: chaosv1alpha1.PodTerminatorSpec{
+				Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+				PeriodSeconds:      ptr.To[int32](30),
+				TerminationPercent: 25,
+				MinimumInstances:   ptr.To[int32](2),
+				DryRun:             true,
+			},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := beta.Get(ctx, oldName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm := got.Spec.Termination
+		if got.Spec.Period.Duration != 30*time.Second || tm.Percent != 25 || *tm.MinimumInstances != 2 || tm.Method != chaosv1beta1.TerminationMethodEviction || tm.MaxPods != nil {
+			t.Errorf("got period %s, termination %+v, want 30s, 25%%, minimum 2, the default Eviction, no cap", got.Spec.Period.Duration, tm)
+		}
+	})
+}
