@@ -405,6 +405,32 @@ func schema_kooper_apis_chaos_v1alpha1_TerminatedPod(ref common.ReferenceCallbac
 	}
 }
 
+func schema_kooper_apis_chaos_v1alpha1_preserved(ref common.ReferenceCallback) common.OpenAPIDefinition {
+	return common.OpenAPIDefinition{
+		Schema: spec.Schema{
+			SchemaProps: spec.SchemaProps{
+				Description: "preserved is what v1beta1.PreservedAnnotation holds.",
+				Type:        []string{"object"},
+				Properties: map[string]spec.Schema{
+					"period": {
+						SchemaProps: spec.SchemaProps{
+							Ref: ref(v1.Duration{}.OpenAPIModelName()),
+						},
+					},
+					"maxPods": {
+						SchemaProps: spec.SchemaProps{
+							Type:   []string{"integer"},
+							Format: "int32",
+						},
+					},
+				},
+			},
+		},
+		Dependencies: []string{
+			v1.Duration{}.OpenAPIModelName()},
+	}
+}
+
 func schema_kooper_apis_chaos_v1beta1_PodTerminator(ref common.ReferenceCallback) common.OpenAPIDefinition {
 	return common.OpenAPIDefinition{
 		Schema: spec.Schema{
