@@ -46,16 +46,9 @@ func TestBothVersionsServeTheSameObjects(t *testing.T) {
 	restCfg.WarningHandler = seen
 	clients := versioned.NewForConfigOrDie(restCfg)
 	beta, alpha := clients.ChaosV1beta1().PodTerminators(), clients.ChaosV1alpha1().PodTerminators()
-	// The operator writes its CA into the CRD; until the API server has
-	// it, v1alpha1 cannot be read.
-	e2etest.Eventually(t, 30*time.Second, "v1alpha1 is served through the conversion webhook", func() bool {
-		_, err := alpha.List(ctx, metav1.ListOptions{})
-		return err == nil
-	})
-
 	name := "both-" + rand.String(5)
 	t.Cleanup(func() { _ = beta.Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	written, err := beta.Create(ctx, &chaosv1beta1.PodTerminator{
+	want := &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: chaosv1beta1.PodTerminatorSpec{
 			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
@@ -65,10 +58,20 @@ func TestBothVersionsServeTheSameObjects(t *testing.T) {
 			},
 			DryRun: true,
 		},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
 	}
+	// Once the operator serves its webhooks, the create is admitted.
+	var written *chaosv1beta1.PodTerminator
+	waitFor(t, 30*time.Second, "the webhook admits the PodTerminator", func() error {
+		var err error
+		written, err = beta.Create(ctx, want.DeepCopy(), metav1.CreateOptions{})
+		return err
+	})
+	// The operator writes its CA into the CRD; until the API server has
+	// it, nothing can be read in v1alpha1.
+	waitFor(t, 30*time.Second, "v1alpha1 is served through the conversion webhook", func() error {
+		_, err := alpha.Get(ctx, name, metav1.GetOptions{})
+		return err
+	})
 
 	t.Run("v1alpha1 reads what v1beta1 wrote, with a deprecation warning", func(t *testing.T) {
 		old, err := alpha.Get(ctx, name, metav1.GetOptions{})
