@@ -37,6 +37,7 @@ var needed = []rbacv1.PolicyRule{
 	{APIGroups: []string{""}, Resources: []string{"pods/eviction"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"authorization.k8s.io"}, Resources: []string{"subjectaccessreviews"}, Verbs: []string{"create"}},
 	{APIGroups: []string{"admissionregistration.k8s.io"}, Resources: []string{"validatingwebhookconfigurations"}, ResourceNames: []string{"kooper-pod-terminator"}, Verbs: []string{"get", "update"}},
+	{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, ResourceNames: []string{"podterminators.chaos.kooperkit.io"}, Verbs: []string{"get", "update"}},
 }
 
 // neededInNamespace is what it does in its own namespace: the Role must grant
@@ -105,6 +106,8 @@ func TestTheServiceAccountMayDoWhatIsNeededAndNothingElse(t *testing.T) {
 		{Namespace: "kooper-pod-terminator", Group: "coordination.k8s.io", Resource: "leases", Verb: "list"},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "update", Name: "someone-elses-webhook"},
 		{Group: "admissionregistration.k8s.io", Resource: "validatingwebhookconfigurations", Verb: "list"},
+		{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verb: "update", Name: "tenants.tenancy.kooperkit.io"},
+		{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verb: "list"},
 		{Namespace: "some-namespace", Resource: "events", Verb: "create"},
 		{Namespace: "kooper-pod-terminator", Resource: "events", Verb: "patch"},
 		{Namespace: eventsNamespace, Resource: "events", Verb: "delete"},
