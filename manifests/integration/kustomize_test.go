@@ -295,17 +295,24 @@ func TestEveryKustomizationListsItsDirectoryAndRenders(t *testing.T) {
 		}
 		var kustomization struct {
 			Resources []string `json:"resources"`
+			Patches   []struct {
+				Path string `json:"path"`
+			} `json:"patches"`
 		}
 		if err := yaml.Unmarshal(b, &kustomization); err != nil {
 			t.Fatalf("%s: %v", k, err)
+		}
+		listed := slices.Clone(kustomization.Resources)
+		for _, p := range kustomization.Patches {
+			listed = append(listed, p.Path)
 		}
 		files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			if name := filepath.Base(f); name != "kustomization.yaml" && !slices.Contains(kustomization.Resources, name) {
-				t.Errorf("%s does not list %s", k, name)
+			if name := filepath.Base(f); name != "kustomization.yaml" && !slices.Contains(listed, name) {
+				t.Errorf("%s does not list %s, as a resource or a patch", k, name)
 			}
 		}
 		kustomize(t, dir)
