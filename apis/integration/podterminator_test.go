@@ -5,18 +5,19 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
+	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 )
 
-func validSpec() chaosv1alpha1.PodTerminatorSpec {
-	return chaosv1alpha1.PodTerminatorSpec{
-		Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
-		TerminationPercent: 25,
+func validSpec() chaosv1beta1.PodTerminatorSpec {
+	return chaosv1beta1.PodTerminatorSpec{
+		Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Termination: chaosv1beta1.Termination{Percent: 25},
 	}
 }
 
@@ -25,9 +26,9 @@ func validSpec() chaosv1alpha1.PodTerminatorSpec {
 func TestPodTerminatorDefaults(t *testing.T) {
 	client := clientset(t)
 	ctx := context.Background()
-	pts := client.ChaosV1alpha1().PodTerminators()
+	pts := client.ChaosV1beta1().PodTerminators()
 
-	created, err := pts.Create(ctx, &chaosv1alpha1.PodTerminator{
+	created, err := pts.Create(ctx, &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "defaults-"},
 		Spec:       validSpec(),
 	}, metav1.CreateOptions{})
@@ -36,15 +37,15 @@ func TestPodTerminatorDefaults(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = pts.Delete(context.Background(), created.Name, metav1.DeleteOptions{}) })
 
-	if got := created.Spec.PeriodSeconds; got == nil || *got != 60 {
-		t.Errorf("periodSeconds = %v, want the default 60", got)
+	if got := created.Spec.Period; got == nil || got.Duration != time.Minute {
+		t.Errorf("period = %v, want the default 60s", got)
 	}
-	if got := created.Spec.MinimumInstances; got == nil || *got != 1 {
+	if got := created.Spec.Termination.MinimumInstances; got == nil || *got != 1 {
 		t.Errorf("minimumInstances = %v, want the default 1", got)
 	}
 
 	// dryRun's Go zero value is its default: check the stored JSON has it.
-	raw, err := client.ChaosV1alpha1().RESTClient().Get().
+	raw, err := client.ChaosV1beta1().RESTClient().Get().
 		Resource("podterminators").Name(created.Name).DoRaw(ctx)
 	if err != nil {
 		t.Fatalf("could not get the raw object: %v", err)
@@ -61,8 +62,8 @@ func TestPodTerminatorDefaults(t *testing.T) {
 
 	// An explicit minimumInstances 0 is kept, not replaced by the default.
 	spec := validSpec()
-	spec.MinimumInstances = ptr.To[int32](0)
-	zero, err := pts.Create(ctx, &chaosv1alpha1.PodTerminator{
+	spec.Termination.MinimumInstances = ptr.To[int32](0)
+	zero, err := pts.Create(ctx, &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "zero-"},
 		Spec:       spec,
 	}, metav1.CreateOptions{})
@@ -70,7 +71,7 @@ func TestPodTerminatorDefaults(t *testing.T) {
 		t.Fatalf("could not create with minimumInstances 0: %v", err)
 	}
 	t.Cleanup(func() { _ = pts.Delete(context.Background(), zero.Name, metav1.DeleteOptions{}) })
-	if got := zero.Spec.MinimumInstances; got == nil || *got != 0 {
+	if got := zero.Spec.Termination.MinimumInstances; got == nil || *got != 0 {
 		t.Errorf("minimumInstances = %v, want the explicit 0", got)
 	}
 }
@@ -80,44 +81,44 @@ func TestPodTerminatorDefaults(t *testing.T) {
 func TestPodTerminatorValidation(t *testing.T) {
 	client := clientset(t)
 	ctx := context.Background()
-	pts := client.ChaosV1alpha1().PodTerminators()
+	pts := client.ChaosV1beta1().PodTerminators()
 
 	tests := map[string]struct {
-		mutate func(*chaosv1alpha1.PodTerminatorSpec)
+		mutate func(*chaosv1beta1.PodTerminatorSpec)
 		want   []string // substrings of the error message
 	}{
 		"empty selector": {
-			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} },
+			mutate: func(s *chaosv1beta1.PodTerminatorSpec) { s.Selector = metav1.LabelSelector{} },
 			want:   []string{"spec.selector", "selector must not be empty", "would match every pod"},
 		},
 		"selector with empty matchLabels": {
-			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) {
+			mutate: func(s *chaosv1beta1.PodTerminatorSpec) {
 				s.Selector = metav1.LabelSelector{MatchLabels: map[string]string{}}
 			},
 			want: []string{"spec.selector", "selector must not be empty"},
 		},
-		"terminationPercent 0": {
-			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 0 },
-			want:   []string{"spec.terminationPercent", "greater than or equal to 1"},
+		"termination.percent 0": {
+			mutate: func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Percent = 0 },
+			want:   []string{"spec.termination.percent", "greater than or equal to 1"},
 		},
-		"terminationPercent 150": {
-			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.TerminationPercent = 150 },
-			want:   []string{"spec.terminationPercent", "less than or equal to 100"},
+		"termination.percent 150": {
+			mutate: func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.Percent = 150 },
+			want:   []string{"spec.termination.percent", "less than or equal to 100"},
 		},
-		"minimumInstances -1": {
-			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.MinimumInstances = ptr.To[int32](-1) },
-			want:   []string{"spec.minimumInstances", "greater than or equal to 0"},
+		"termination.minimumInstances -1": {
+			mutate: func(s *chaosv1beta1.PodTerminatorSpec) { s.Termination.MinimumInstances = ptr.To[int32](-1) },
+			want:   []string{"spec.termination.minimumInstances", "greater than or equal to 0"},
 		},
-		"periodSeconds 0": {
-			mutate: func(s *chaosv1alpha1.PodTerminatorSpec) { s.PeriodSeconds = ptr.To[int32](0) },
-			want:   []string{"spec.periodSeconds", "greater than or equal to 1"},
+		"period 500ms": {
+			mutate: func(s *chaosv1beta1.PodTerminatorSpec) { s.Period = &metav1.Duration{Duration: 500 * time.Millisecond} },
+			want:   []string{"spec.period", "period must be at least 1s"},
 		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			spec := validSpec()
 			tt.mutate(&spec)
-			pt, err := pts.Create(ctx, &chaosv1alpha1.PodTerminator{
+			pt, err := pts.Create(ctx, &chaosv1beta1.PodTerminator{
 				ObjectMeta: metav1.ObjectMeta{GenerateName: "invalid-"},
 				Spec:       spec,
 			}, metav1.CreateOptions{})
@@ -142,8 +143,8 @@ func TestPodTerminatorValidation(t *testing.T) {
 // explain, from the CRD schema's descriptions) and the printer columns.
 func TestKubectlShowsThePodTerminatorsFieldDocsAndColumns(t *testing.T) {
 	client := clientset(t)
-	pts := client.ChaosV1alpha1().PodTerminators()
-	pt, err := pts.Create(context.Background(), &chaosv1alpha1.PodTerminator{
+	pts := client.ChaosV1beta1().PodTerminators()
+	pt, err := pts.Create(context.Background(), &chaosv1beta1.PodTerminator{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "columns-"},
 		Spec:       validSpec(),
 	}, metav1.CreateOptions{})
@@ -152,13 +153,13 @@ func TestKubectlShowsThePodTerminatorsFieldDocsAndColumns(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = pts.Delete(context.Background(), pt.Name, metav1.DeleteOptions{}) })
 	// A Ready condition, as the operator would write it (none runs here).
-	pt.Status.Conditions = []metav1.Condition{{Type: chaosv1alpha1.ConditionReady, Status: metav1.ConditionTrue,
-		Reason: chaosv1alpha1.ReasonReconciled, Message: "2 of 8 live pods terminated", LastTransitionTime: metav1.Now()}}
+	pt.Status.Conditions = []metav1.Condition{{Type: chaosv1beta1.ConditionReady, Status: metav1.ConditionTrue,
+		Reason: chaosv1beta1.ReasonReconciled, Message: "2 of 8 live pods terminated", LastTransitionTime: metav1.Now()}}
 	if _, err := pts.UpdateStatus(context.Background(), pt, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	kubectlShows(t, []kubectlCase{
-		{[]string{"explain", "podterminators.spec.terminationPercent"}, []string{"floor(terminationPercent", "minimumInstances"}},
+		{[]string{"explain", "podterminators.spec.termination.percent"}, []string{"floor(percent", "minimumInstances"}},
 		{[]string{"explain", "pt.spec.selector"}, []string{"an empty selector would match"}},
 		{[]string{"get", "pt", pt.Name}, []string{"READY", "PERCENT", "MINIMUM", "DRY-RUN", "LAST TERMINATION", "AGE", pt.Name + "   True   25"}},
 		{[]string{"get", "pt", pt.Name, "-o", "wide"}, []string{"READY REASON PERCENT", pt.Name + " True Reconciled 25"}},
