@@ -18,7 +18,7 @@ import (
 
 // A PodTerminator the CRD schema admits and only the webhook refuses:
 // kube-system is protected.
-const invalidTerminator = `apiVersion: chaos.kooperkit.io/v1alpha1
+const invalidTerminator = `apiVersion: chaos.kooperkit.io/v1beta1
 kind: PodTerminator
 metadata:
   name: dev-loop-invalid
@@ -27,12 +27,16 @@ spec:
     matchLabels:
       app: web
   namespaces: [kube-system]
-  terminationPercent: 10
+  termination:
+    percent: 10
   dryRun: true
 `
 
 // A valid one, which the webhook admits with a warning: more than 50%
-// without a dry run. No pod matches it.
+// without a dry run. No pod matches it. It is written in v1alpha1, the
+// deprecated version: the API server converts it to v1beta1, which it
+// stores and the webhook reads, through the conversion webhook the
+// operator serves beside the admission one.
 const validTerminator = `apiVersion: chaos.kooperkit.io/v1alpha1
 kind: PodTerminator
 metadata:
@@ -55,7 +59,10 @@ const refusal = `admission webhook "podterminators.chaos.kooperkit.io" denied th
 // and no flag about its webhook. The API server calls the webhook: kubectl
 // apply of a PodTerminator that only the webhook refuses fails with the
 // webhook's message, a valid one is created with the webhook's warning,
-// and once the operator has stopped its registration is gone. The hints
+// and once the operator has stopped its registration is gone. The same
+// goes for the CRD's conversion webhook: a PodTerminator written in
+// v1alpha1 is converted by the operator, and once it has stopped the CRD
+// calls the manifests' Service again. The hints
 // the dev cluster prints name the kubectl that matches it, bin/kubectl.
 func TestTheDevLoopServesThePodTerminatorsWebhook(t *testing.T) {
 	needBinaries(t)
@@ -82,6 +89,10 @@ func TestTheDevLoopServesThePodTerminatorsWebhook(t *testing.T) {
 	if want := "https://" + whAddr + "/validate/podterminators"; m[1] != want {
 		t.Errorf("got the webhook registered at %s, want %s", m[1], want)
 	}
+	m = operator.await(t, regexp.MustCompile(`registered the conversion webhook.*url=(\S+)`), 10*time.Second)
+	if want := "https://" + whAddr + "/convert"; m[1] != want {
+		t.Errorf("got the conversion webhook registered at %s, want %s", m[1], want)
+	}
 
 	// The API server calls it once it has read the configuration.
 	began := time.Now()
@@ -107,8 +118,15 @@ func TestTheDevLoopServesThePodTerminatorsWebhook(t *testing.T) {
 	if want := "podterminator.chaos.kooperkit.io/dev-loop-valid created\n"; err != nil || stdout != want {
 		t.Errorf("got %v, stdout %q, want %q", err, stdout, want)
 	}
-	if want := "Warning: terminationPercent 60 without dryRun terminates most matching pods every period; try dryRun: true first\n"; stderr != want {
-		t.Errorf("got stderr %q, want the webhook's warning %q", stderr, want)
+	// The API server's deprecation warning, then the webhook's, which
+	// names the v1beta1 field it read.
+	if want := "Warning: chaos.kooperkit.io/v1alpha1 PodTerminator is deprecated; use chaos.kooperkit.io/v1beta1 (spec.period, spec.termination)\n" +
+		"Warning: termination.percent 60 without dryRun or maxPods terminates most matching pods every period; try dryRun: true first\n"; stderr != want {
+		t.Errorf("got stderr %q, want the deprecation and the webhook's warning %q", stderr, want)
+	}
+	stdout, stderr, err = kubectl(t, kubeconfig, "", "get", "podterminators.v1beta1.chaos.kooperkit.io", "dev-loop-valid", "-o", "jsonpath={.spec.termination.percent} {.spec.period}")
+	if want := "60 1m0s"; err != nil || stdout != want {
+		t.Errorf("got %v, %q (stderr %q) reading it in v1beta1, want %q", err, stdout, stderr, want)
 	}
 
 	// Ctrl-C (SIGINT) or SIGTERM: the operator unregisters its webhook and
@@ -125,6 +143,14 @@ func TestTheDevLoopServesThePodTerminatorsWebhook(t *testing.T) {
 	stdout, stderr, err = kubectl(t, kubeconfig, "", "get", "validatingwebhookconfigurations", "-o", "name")
 	if err != nil || stdout != "" {
 		t.Errorf("got %v, %q (stderr %q) once the operator stopped, want no webhook configuration left", err, stdout, stderr)
+	}
+	if out := operator.out.String(); !strings.Contains(out, "put the CRD's conversion back") {
+		t.Errorf("the operator did not say it put the CRD's conversion back:\n%s", out)
+	}
+	stdout, stderr, err = kubectl(t, kubeconfig, "", "get", "crd", "podterminators.chaos.kooperkit.io", "-o",
+		"jsonpath={.spec.conversion.webhook.clientConfig.url}{.spec.conversion.webhook.clientConfig.service.name}")
+	if want := "pod-terminator-webhook"; err != nil || stdout != want {
+		t.Errorf("got %v, %q (stderr %q) as the CRD's conversion webhook once the operator stopped, want the manifests' Service %q", err, stdout, stderr, want)
 	}
 
 	stop(t, state, "==> dev cluster stopped")

@@ -13,7 +13,10 @@
 //     ([LoopbackAddr]: ":9443" becomes "127.0.0.1:9443");
 //  3. registers it with [Register]: the same webhook configuration its
 //     manifests install, with a URL (https://127.0.0.1:9443/<path>) instead
-//     of a Service and the dev cluster's CA as caBundle.
+//     of a Service and the dev cluster's CA as caBundle;
+//  4. for a kind with more than one version, points the CRD's conversion
+//     webhook at the same server with [PointConversion], and puts the
+//     CRD's conversion back when it stops.
 //
 // Consequences. The registration lasts as long as the operator: it is
 // deleted when the operator stops, so while it is stopped (edit, run
@@ -39,11 +42,14 @@ import (
 	"path/filepath"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	admissionregistrationv1client "k8s.io/client-go/kubernetes/typed/admissionregistration/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 )
 
 // The files of the dev cluster's webhook directory, as hack/devcluster
@@ -165,4 +171,73 @@ func Register(ctx context.Context, client admissionregistrationv1client.Validati
 		return fmt.Errorf("could not unregister validatingwebhookconfiguration %s: %w", written.Name, err)
 	}
 	return unregister, nil
+}
+
+// PointConversion points the conversion webhook of the
+// CustomResourceDefinition crd at clientConfig (a URL and the dev cluster's
+// CA), and returns a function that puts back the conversion it replaced,
+// to call once the webhook stops serving, with a context of its own. The
+// CRD must exist: its schema comes from the manifests, not from here.
+//
+// Putting the conversion back matters: while a CRD names a webhook that
+// nothing serves, reads and writes of every version but the stored one
+// fail, and a client-side kubectl apply of the manifests over a CRD left
+// with a URL sets their Service beside it, which the API server refuses.
+// As with Register, a CRD whose conversion another process has changed
+// since is left as it is.
+func PointConversion(ctx context.Context, client apiextensionsv1client.CustomResourceDefinitionInterface, crd string, clientConfig apiextensionsv1.WebhookClientConfig) (restore func(context.Context) error, err error) {
+	var before, written *apiextensionsv1.CustomResourceConversion
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		held, err := client.Get(ctx, crd, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		before = held.Spec.Conversion.DeepCopy()
+		held.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ClientConfig:             clientConfig.DeepCopy(),
+				ConversionReviewVersions: []string{"v1"},
+			},
+		}
+		updated, err := client.Update(ctx, held, metav1.UpdateOptions{})
+		if err != nil {
+			return err
+		}
+		written = updated.Spec.Conversion
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("could not point the conversion webhook of customresourcedefinition %s here: %w", crd, err)
+	}
+	restore = func(ctx context.Context) error {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			held, err := client.Get(ctx, crd, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !sameClient(held.Spec.Conversion, written) {
+				return nil // pointed elsewhere since: that process restores it
+			}
+			held.Spec.Conversion = before
+			_, err = client.Update(ctx, held, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("could not put back the conversion of customresourcedefinition %s: %w", crd, err)
+		}
+		return nil
+	}
+	return restore, nil
+}
+
+// sameClient reports whether two conversions call the same webhook URL.
+func sameClient(a, b *apiextensionsv1.CustomResourceConversion) bool {
+	url := func(c *apiextensionsv1.CustomResourceConversion) string {
+		if c == nil || c.Webhook == nil || c.Webhook.ClientConfig == nil {
+			return ""
+		}
+		return ptr.Deref(c.Webhook.ClientConfig.URL, "")
+	}
+	return url(a) != "" && url(a) == url(b)
 }

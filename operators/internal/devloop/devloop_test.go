@@ -9,6 +9,9 @@ import (
 	"testing"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsfake "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/fake"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -212,5 +215,80 @@ func TestUnregisterReportsAFailedDelete(t *testing.T) {
 	err = unregister(ctx)
 	if !apierrors.IsServiceUnavailable(err) {
 		t.Errorf("got %v, want the delete's error", err)
+	}
+}
+
+// PointConversion points the CRD's conversion at the URL and puts back
+// what was there, unless another process has pointed it elsewhere since.
+func TestPointConversion(t *testing.T) {
+	const crdName = "podterminators.chaos.kooperkit.io"
+	url := "https://127.0.0.1:9443/convert"
+	service := &apiextensionsv1.CustomResourceConversion{
+		Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{
+			ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{Namespace: "kooper-pod-terminator", Name: "pod-terminator-webhook", Path: ptr.To("/convert")}},
+			ConversionReviewVersions: []string{"v1"},
+		},
+	}
+	other := "https://127.0.0.1:40000/convert"
+	tests := []struct {
+		name      string
+		before    *apiextensionsv1.CustomResourceConversion
+		meanwhile *string // a URL another process points the CRD at
+		want      *apiextensionsv1.CustomResourceConversion
+	}{
+		{name: "the manifests' Service: put back", before: service, want: service},
+		{name: "no conversion: put back", before: nil, want: nil},
+		{name: "taken over meanwhile: left in place", before: service, meanwhile: &other, want: &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook:  &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{URL: &other}, ConversionReviewVersions: []string{"v1"}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			crds := apiextensionsfake.NewClientset(&apiextensionsv1.CustomResourceDefinition{
+				ObjectMeta: metav1.ObjectMeta{Name: crdName},
+				Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Conversion: tt.before.DeepCopy()},
+			}).ApiextensionsV1().CustomResourceDefinitions()
+
+			restore, err := devloop.PointConversion(ctx, crds, crdName, apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: []byte("ca")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			held, err := crds.Get(ctx, crdName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c := held.Spec.Conversion; c == nil || c.Strategy != apiextensionsv1.WebhookConverter || *c.Webhook.ClientConfig.URL != url || string(c.Webhook.ClientConfig.CABundle) != "ca" {
+				t.Fatalf("got conversion %+v, want the webhook at %s with the CA", c, url)
+			}
+			if tt.meanwhile != nil {
+				held.Spec.Conversion.Webhook.ClientConfig = &apiextensionsv1.WebhookClientConfig{URL: tt.meanwhile}
+				if _, err := crds.Update(ctx, held, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := restore(ctx); err != nil {
+				t.Fatal(err)
+			}
+			after, err := crds.Get(ctx, crdName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equality.Semantic.DeepEqual(after.Spec.Conversion, tt.want) {
+				t.Errorf("got conversion %+v after restore, want %+v", after.Spec.Conversion, tt.want)
+			}
+		})
+	}
+}
+
+// A CRD that is not there is an error: the manifests install it.
+func TestPointConversionNeedsTheCRD(t *testing.T) {
+	crds := apiextensionsfake.NewClientset().ApiextensionsV1().CustomResourceDefinitions()
+	url := "https://127.0.0.1:9443/convert"
+	_, err := devloop.PointConversion(context.Background(), crds, "podterminators.chaos.kooperkit.io", apiextensionsv1.WebhookClientConfig{URL: &url})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("got %v, want NotFound", err)
 	}
 }

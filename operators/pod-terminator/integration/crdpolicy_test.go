@@ -2,6 +2,10 @@ package integration_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,4 +163,36 @@ func TestTheServiceAccountMayChangeOnlyTheConversionCABundle(t *testing.T) {
 	if _, err := admin.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
 		t.Errorf("an admin could not add a category: %v", err)
 	}
+}
+
+// The CRD policy compares the spec field by field: a field a later
+// Kubernetes adds to a CustomResourceDefinition's spec, its conversion or
+// the webhook's client config must be added to it too, or the operator's
+// ServiceAccount may change it. This fails the upgrade that brings one.
+func TestTheCRDPolicyNamesEveryFieldOfTheSpec(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(rbacDir, "crd_policy.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := string(b)
+	check := func(typ reflect.Type, path string, skip ...string) {
+		for i := range typ.NumField() {
+			field, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if slices.Contains(skip, field) {
+				continue
+			}
+			// Compared on both sides, as a field or an optional one.
+			for _, side := range []string{"object", "oldObject"} {
+				if !strings.Contains(policy, side+path+"."+field) && !strings.Contains(policy, side+path+".?"+field) {
+					t.Errorf("crd_policy.yaml does not compare %s%s.%s", side, path, field)
+				}
+			}
+		}
+	}
+	// conversion is compared field by field, below.
+	check(reflect.TypeFor[apiextensionsv1.CustomResourceDefinitionSpec](), ".spec", "conversion")
+	check(reflect.TypeFor[apiextensionsv1.CustomResourceConversion](), ".spec.?conversion", "webhook")
+	check(reflect.TypeFor[apiextensionsv1.WebhookConversion](), ".spec.?conversion.?webhook", "clientConfig")
+	// caBundle is the one field it may change.
+	check(reflect.TypeFor[apiextensionsv1.WebhookClientConfig](), ".spec.?conversion.?webhook.?clientConfig", "caBundle")
 }

@@ -23,13 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/conversion"
+	"github.com/kooperkit/kooper/operators/internal/devloop"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -356,39 +356,15 @@ func registerWebhook(t *testing.T, client kubernetes.Interface, addr string) {
 // of the test.
 func registerConversion(t *testing.T, addr string) {
 	t.Helper()
-	ctx := context.Background()
 	crds := apiextensionsclient.NewForConfigOrDie(cluster.Config()).ApiextensionsV1().CustomResourceDefinitions()
 	url := "https://" + addr + conversion.Path
-	var before *apiextensionsv1.CustomResourceConversion
-	set := func(to func(*apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion) error {
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			crd, err := crds.Get(ctx, webhook.CRDName, metav1.GetOptions{})
-			if err != nil {
-				return err
-			}
-			crd.Spec.Conversion = to(crd.Spec.Conversion)
-			_, err = crds.Update(ctx, crd, metav1.UpdateOptions{})
-			return err
-		})
-	}
-	err := set(func(old *apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion {
-		before = old.DeepCopy()
-		return &apiextensionsv1.CustomResourceConversion{
-			Strategy: apiextensionsv1.WebhookConverter,
-			Webhook: &apiextensionsv1.WebhookConversion{
-				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url},
-				ConversionReviewVersions: []string{"v1"},
-			},
-		}
-	})
+	restore, err := devloop.PointConversion(context.Background(), crds, webhook.CRDName, apiextensionsv1.WebhookClientConfig{URL: &url})
 	if err != nil {
-		t.Fatalf("could not point the CRD's conversion webhook at %s: %v", url, err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := set(func(*apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion {
-			return before
-		}); err != nil {
-			t.Errorf("could not put the CRD's conversion back: %v", err)
+		if err := restore(context.Background()); err != nil {
+			t.Error(err)
 		}
 	})
 }

@@ -9,8 +9,6 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
 
 	"github.com/kooperkit/kooper/operators/internal/conversion"
 	"github.com/kooperkit/kooper/operators/internal/devloop"
@@ -53,11 +51,9 @@ func registerWebhook(ctx context.Context, cfg Config, cs clients, addr string) (
 // registerConversion points the PodTerminator CRD's conversion webhook at
 // the server at addr, with the CA of Webhook.CertDir, for an API server
 // that no Service leads here (Webhook.Register), and returns what puts the
-// CRD's conversion back as it was: call it before the server stops. (A
-// client-side kubectl apply of manifests/crds over a CRD left pointing
-// here would set the Service beside the URL, which the API server
-// refuses.) While no replica serves it, reads and writes of PodTerminators
-// in v1alpha1 fail; v1beta1, stored, needs no conversion.
+// CRD's conversion back as it was: call it before the server stops. While
+// no replica serves it, reads and writes of PodTerminators in v1alpha1
+// fail; v1beta1, stored, needs no conversion.
 func registerConversion(ctx context.Context, cfg Config, cs clients, addr string) (restore func(), _ error) {
 	caFile := filepath.Join(cfg.Webhook.CertDir, devloop.CAFile)
 	ca, err := os.ReadFile(caFile)
@@ -65,31 +61,8 @@ func registerConversion(ctx context.Context, cfg Config, cs clients, addr string
 		return nil, fmt.Errorf("could not read the webhook's CA bundle %s: %w", caFile, err)
 	}
 	url := devloop.URL(addr, conversion.Path)
-	crds := cs.crd.ApiextensionsV1().CustomResourceDefinitions()
-	var before *apiextensionsv1.CustomResourceConversion
-	set := func(ctx context.Context, to func(old *apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion) error {
-		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			crd, err := crds.Get(ctx, webhook.CRDName, metav1.GetOptions{})
-			if err != nil {
-				return fmt.Errorf("could not get customresourcedefinition %s: %w", webhook.CRDName, err)
-			}
-			crd.Spec.Conversion = to(crd.Spec.Conversion)
-			if _, err := crds.Update(ctx, crd, metav1.UpdateOptions{}); err != nil {
-				return fmt.Errorf("could not update customresourcedefinition %s: %w", webhook.CRDName, err)
-			}
-			return nil
-		})
-	}
-	err = set(ctx, func(old *apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion {
-		before = old.DeepCopy()
-		return &apiextensionsv1.CustomResourceConversion{
-			Strategy: apiextensionsv1.WebhookConverter,
-			Webhook: &apiextensionsv1.WebhookConversion{
-				ClientConfig:             &apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: ca},
-				ConversionReviewVersions: []string{"v1"},
-			},
-		}
-	})
+	put, err := devloop.PointConversion(ctx, cs.crd.ApiextensionsV1().CustomResourceDefinitions(), webhook.CRDName,
+		apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: ca})
 	if err != nil {
 		return nil, err
 	}
@@ -97,10 +70,7 @@ func registerConversion(ctx context.Context, cfg Config, cs clients, addr string
 	return func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unregisterTimeout)
 		defer cancel()
-		err := set(ctx, func(*apiextensionsv1.CustomResourceConversion) *apiextensionsv1.CustomResourceConversion {
-			return before
-		})
-		if err != nil {
+		if err := put(ctx); err != nil {
 			cfg.Logger.Warn("could not put the CRD's conversion back", "crd", webhook.CRDName, "err", err)
 			return
 		}
