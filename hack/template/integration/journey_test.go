@@ -89,10 +89,12 @@ func makeArgs(args ...string) []string {
 
 // A newcomer's journey, on a copy of this repository (never written):
 // scaffold three operators of their own, rename the module and the API
-// groups' suffix (the scaffolds' with the rest), remove the pod-terminator. Then no file but the license
-// and the history names the old module, suffix or registry; lint, the
-// generated-code check, the unit tests, every operator's integration
-// tests, the manifests tests and make run pass, with no hand edit in
+// groups' suffix (the scaffolds' with the rest). Then no file but the
+// license and the history names the old module, suffix or registry; lint,
+// the generated-code check, the unit tests and every operator's
+// integration tests pass, the pod-terminator's two API versions convert
+// on the control plane under their new names; then the pod-terminator is
+// removed, and the manifests tests and make run pass, with no hand edit in
 // between. Last, the scaffolds are removed as the sample was, and the tree
 // is green again and holds nothing of theirs. Each piece of work is done
 // once: make lint, verify-generate and the root module's unit tests cover
@@ -157,10 +159,7 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 		step{name: "the scaffolds import the renamed module's API packages",
 			args: append([]string{"go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}"}, handlers...),
 			want: imports},
-		// 3. The sample the platform does not keep.
-		step{name: "remove the pod-terminator", args: makeArgs("remove-operator", "NAME=pod-terminator"),
-			want: []string{"remove apis/chaos (its API group chaos." + groupSuffix + ")", "operator pod-terminator is removed"}},
-		// 4. git grep searches what git tracks: a repository of the copy.
+		// 3. git grep searches what git tracks: a repository of the copy.
 		step{name: "git init", args: []string{"git", "init", "-q"}},
 		step{name: "git add", args: []string{"git", "add", "-A"}},
 		step{name: "no old name is left but in the license and the history (the scaffolds' files included)", empty: true,
@@ -170,7 +169,7 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 		// What the last step looks for is there now, or it would prove
 		// nothing.
 		step{name: "the scaffolds are in the tree", args: grepScaffolds("-l", "-F"), want: readmes},
-		// 5. make test's checks of the whole tree: the scaffolds' gofmt,
+		// 4. make test's checks of the whole tree: the scaffolds' gofmt,
 		// vet, lint, unit tests and completeness (./operators/) with the
 		// rest.
 		step{name: "lint", args: makeArgs("lint")},
@@ -182,8 +181,10 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 		// repository.
 		step{name: "the unit tests of the root module", args: []string{"sh", "-c",
 			"CGO_ENABLED=1 go test -race -count=1 $(go list ./... | grep -v -E '/integration$|/hack/run$')"},
-			want: handlersOK},
-		// 6. On the local control plane, linked into the copy's bin/ from
+			// The pod-terminator's API has two versions: the round trips
+			// of its conversion pass renamed.
+			want: append([]string{"ok  \t" + module + "/apis/chaos/v1alpha1"}, handlersOK...)},
+		// 5. On the local control plane, linked into the copy's bin/ from
 		// the per-user cache (built there by make test), with promtool,
 		// which their metrics checks run.
 		step{name: "link the control plane, promtool and prometheus", args: makeArgs("controlplane", "WITH_KWOK=1", "prometheus")},
@@ -198,6 +199,19 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 			want: append([]string{"ok  \t" + module + "/operators/multi-resource/integration",
 				// demo-cluster's Widget follows its Deployment's readiness.
 				"--- PASS: TestWidgetsEndToEnd/a_Widget_is_Ready_once_its_Deployment's_pods_are,_and_not_before "}, integrationOK...)},
+		// The pod-terminator's two versions, renamed: either reads the
+		// same objects through its conversion webhook, and the policy on
+		// its CRD (which names it) still holds.
+		step{name: "the renamed pod-terminator converts between its two API versions", noSkip: true,
+			args: []string{"go", "test", "-race", "-count=1", "-v",
+				"-run", "^(TestBothVersionsServeTheSameObjects|TestTheCRDPolicyNamesEveryFieldOfTheSpec|TestTheServiceAccountMayChangeOnlyTheConversionCABundle)$",
+				"./operators/pod-terminator/integration"},
+			want: []string{"--- PASS: TestBothVersionsServeTheSameObjects ", "--- PASS: TestTheServiceAccountMayChangeOnlyTheConversionCABundle ",
+				"ok  \t" + module + "/operators/pod-terminator/integration"}},
+		// 6. The sample the platform does not keep: an API group with two
+		// versions goes whole.
+		step{name: "remove the pod-terminator", args: makeArgs("remove-operator", "NAME=pod-terminator"),
+			want: []string{"remove apis/chaos (its API group chaos." + groupSuffix + ")", "operator pod-terminator is removed"}},
 		// Less the two tests that deploy and run every operator (make
 		// deploy, and their pods), minutes each: make test runs them in
 		// this repository.
