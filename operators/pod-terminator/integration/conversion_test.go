@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -85,9 +86,33 @@ func TestBothVersionsServeTheSameObjects(t *testing.T) {
 		if got := old.Annotations[chaosv1beta1.PreservedAnnotation]; got != `{"period":"1.5s","maxPods":2}` {
 			t.Errorf("got annotation %q, want what v1alpha1 cannot hold", got)
 		}
-		if old.UID != written.UID || old.ResourceVersion != written.ResourceVersion {
-			t.Errorf("got uid %s version %s, want the object written (%s, %s)", old.UID, old.ResourceVersion, written.UID, written.ResourceVersion)
+		if old.UID != written.UID {
+			t.Errorf("got uid %s, want the object written (%s)", old.UID, written.UID)
 		}
+		// The same resourceVersion as a v1beta1 read: the operator writes
+		// the object every period (1.5s), so read v1alpha1 between two
+		// v1beta1 reads that agree.
+		waitFor(t, 10*time.Second, "a v1alpha1 read between two v1beta1 reads at the same resourceVersion", func() error {
+			before, err := beta.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			old, err := alpha.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			after, err := beta.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if before.ResourceVersion != after.ResourceVersion {
+				return fmt.Errorf("written meanwhile (%s, then %s)", before.ResourceVersion, after.ResourceVersion)
+			}
+			if old.ResourceVersion != before.ResourceVersion {
+				t.Errorf("got resourceVersion %s in v1alpha1, want v1beta1's %s", old.ResourceVersion, before.ResourceVersion)
+			}
+			return nil
+		})
 		if !strings.Contains(seen.String(), "chaos.kooperkit.io/v1alpha1 PodTerminator is deprecated") {
 			t.Errorf("got warnings %q, want the deprecation", seen)
 		}
