@@ -11,7 +11,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -183,6 +185,43 @@ func TestBothVersionsServeTheSameObjects(t *testing.T) {
 		tm := got.Spec.Termination
 		if got.Spec.Period.Duration != 30*time.Second || tm.Percent != 25 || *tm.MinimumInstances != 2 || tm.Method != chaosv1beta1.TerminationMethodEviction || tm.MaxPods != nil {
 			t.Errorf("got period %s, termination %+v, want 30s, 25%%, minimum 2, the default Eviction, no cap", got.Spec.Period.Duration, tm)
+		}
+	})
+
+	// A period is a string: "60s" and "1m0s" are one duration, and the
+	// typed client writes the second. The operator writes only its
+	// finalizer and status, so what the user wrote stays, at generation 1.
+	t.Run("the operator leaves the spec as written", func(t *testing.T) {
+		resource := chaosv1beta1.SchemeGroupVersion.WithResource("podterminators")
+		objs := dynamic.NewForConfigOrDie(cluster.Config()).Resource(resource)
+		asWritten := "as-written-" + rand.String(5)
+		t.Cleanup(func() { _ = beta.Delete(context.Background(), asWritten, metav1.DeleteOptions{}) })
+		_, err := objs.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": chaosv1beta1.SchemeGroupVersion.String(), "kind": "PodTerminator",
+			"metadata": map[string]any{"name": asWritten},
+			"spec": map[string]any{
+				"selector":    map[string]any{"matchLabels": map[string]any{"app": "victim"}},
+				"period":      "60s",
+				"termination": map[string]any{"percent": int64(10)},
+				"dryRun":      true,
+			},
+		}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got *unstructured.Unstructured
+		waitFor(t, 30*time.Second, "the operator adds its finalizer and records a period", func() error {
+			if got, err = objs.Get(ctx, asWritten, metav1.GetOptions{}); err != nil {
+				return err
+			}
+			fins, _, _ := unstructured.NestedStringSlice(got.Object, "metadata", "finalizers")
+			if _, ok, _ := unstructured.NestedString(got.Object, "status", "lastTerminationTime"); len(fins) == 0 || !ok {
+				return fmt.Errorf("finalizers %v, status %v", fins, got.Object["status"])
+			}
+			return nil
+		})
+		if period, _, _ := unstructured.NestedString(got.Object, "spec", "period"); period != "60s" || got.GetGeneration() != 1 {
+			t.Errorf("got period %q at generation %d, want \"60s\" as written, at generation 1", period, got.GetGeneration())
 		}
 	})
 }

@@ -8,6 +8,7 @@ package handler
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 
 	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
@@ -291,15 +293,30 @@ func (h *Handler) condition(s *chaosv1beta1.PodTerminatorStatus, pt *chaosv1beta
 }
 
 // update persists metadata changes (the finalizer).
+// region: update
+
+// update persists pt's finalizers and nothing else: a merge patch of
+// metadata.finalizers at pt's resourceVersion, which conflicts, as an
+// Update would, when pt is stale. An Update would send the whole spec back
+// as the typed object writes it ("60s" becomes "1m0s"), bumping its
+// generation and taking its fields from whoever applied them.
 func (h *Handler) update(ctx context.Context, obj metav1.Object) error {
 	pt := obj.(*chaosv1beta1.PodTerminator)
-	updated, err := h.Client.ChaosV1beta1().PodTerminators().Update(ctx, pt, metav1.UpdateOptions{})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"finalizers": pt.Finalizers, "resourceVersion": pt.ResourceVersion,
+	}})
+	if err != nil {
+		return fmt.Errorf("could not encode the finalizers of %s: %w", pt.Name, err)
+	}
+	updated, err := h.Client.ChaosV1beta1().PodTerminators().Patch(ctx, pt.Name, types.MergePatchType, patch, metav1.PatchOptions{})
 	if err != nil {
 		return fmt.Errorf("could not update %s: %w", pt.Name, err)
 	}
 	*pt = *updated
 	return nil
 }
+
+// endregion: update
 
 func (h *Handler) now() time.Time {
 	if h.Now != nil {

@@ -2,6 +2,7 @@ package handler_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -116,6 +117,35 @@ func newEnv(t *testing.T, pt *chaosv1beta1.PodTerminator, live int) *env {
 		n, _ := strconv.Atoi(rv)
 		obj.ResourceVersion = strconv.Itoa(n + 1)
 		return false, nil, nil
+	})
+	// The finalizer is written with a merge patch that names the
+	// resourceVersion it read: the same rule.
+	e.client.PrependReactor("patch", "podterminators", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		p := a.(k8stesting.PatchAction)
+		var read struct {
+			Metadata struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(p.GetPatch(), &read); err != nil {
+			return true, nil, err
+		}
+		cur, err := e.client.Tracker().Get(a.GetResource(), "", p.GetName())
+		if err != nil {
+			return true, nil, err
+		}
+		rv := cur.(*chaosv1beta1.PodTerminator).ResourceVersion
+		if read.Metadata.ResourceVersion != rv {
+			return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), p.GetName(), fmt.Errorf("resourceVersion %s is not the latest %s", read.Metadata.ResourceVersion, rv))
+		}
+		n, _ := strconv.Atoi(rv)
+		bumped := cur.DeepCopyObject().(*chaosv1beta1.PodTerminator)
+		bumped.ResourceVersion = strconv.Itoa(n + 1)
+		if err := json.Unmarshal(p.GetPatch(), &struct{ Metadata *metav1.ObjectMeta }{&bumped.ObjectMeta}); err != nil {
+			return true, nil, err
+		}
+		bumped.ResourceVersion = strconv.Itoa(n + 1)
+		return true, bumped, e.client.Tracker().Update(a.GetResource(), bumped, "")
 	})
 	// endregion: optimistic
 	e.h = &handler.Handler{
@@ -426,5 +456,28 @@ func TestAListingFailureIsReportedAndRetriedNextPeriod(t *testing.T) {
 	}
 	if len(e.events.types) != 1 || e.events.types[0] != "Warning" || e.events.reasons[0] != chaosv1beta1.ReasonTerminationFailed {
 		t.Errorf("got events %v %v, want one Warning TerminationFailed", e.events.types, e.events.reasons)
+	}
+}
+
+// The finalizer is written as a patch of metadata alone: the spec goes
+// back to the API server untouched (an Update would rewrite a period of
+// "60s" as "1m0s" and bump the generation), at the resourceVersion read,
+// so that a stale copy conflicts.
+func TestTheFinalizerIsAPatchOfMetadataAlone(t *testing.T) {
+	e := newEnv(t, terminator(30, 0, true), 10)
+	stale := e.stored(t)
+	_ = e.handle(t)
+	var patches []string
+	for _, a := range e.client.Actions() {
+		if a.GetVerb() == "update" && a.GetSubresource() == "" {
+			t.Errorf("got an update of the PodTerminator, want a patch of its metadata")
+		}
+		if p, ok := a.(k8stesting.PatchAction); ok {
+			patches = append(patches, string(p.GetPatch()))
+		}
+	}
+	want := `{"metadata":{"finalizers":["` + handler.Finalizer + `"],"resourceVersion":"` + stale.ResourceVersion + `"}}`
+	if len(patches) != 1 || patches[0] != want {
+		t.Errorf("got patches %q, want one: %s", patches, want)
 	}
 }
