@@ -59,11 +59,15 @@ type Finalizer struct {
 	// preferably prefixed with a domain ("example.com/dns-record"). Required.
 	Name string
 
-	// Update persists obj, metadata included: a typed client's Update, not
-	// UpdateStatus, and not a patch of spec only. It should copy the
-	// server's answer back into obj (for example *obj.(*v1.Foo) = *updated)
-	// so that a later write by the handler does not conflict on the
-	// resourceVersion. Required.
+	// Update persists obj's finalizers: a merge patch of
+	// metadata.finalizers that carries obj's resourceVersion (so that a
+	// stale obj conflicts), or a typed client's Update; not UpdateStatus.
+	// The patch is better: an Update sends the whole spec back as Go
+	// writes it ("60s" becomes "1m0s"), changes its generation for
+	// nothing and takes its fields' ownership from whoever applied them.
+	// It should copy the server's answer back into obj (for example
+	// *obj.(*v1.Foo) = *updated) so that a later write by the handler does
+	// not conflict on the resourceVersion. Required.
 	Update func(ctx context.Context, obj metav1.Object) error
 }
 
