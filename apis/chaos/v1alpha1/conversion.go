@@ -11,6 +11,7 @@ import (
 )
 
 // region: conversion
+// region: convertto
 
 // v1alpha1 is served, deprecated, beside v1beta1, the version stored: the
 // API server asks the operator's conversion webhook to convert between
@@ -54,6 +55,9 @@ func (pt *PodTerminator) ConvertTo(dst *v1beta1.PodTerminator) {
 	dst.Status = statusTo(&pt.Status)
 }
 
+// endregion: convertto
+// region: convertfrom
+
 // ConvertFrom converts src, a v1beta1 PodTerminator, into pt. A period
 // that is not whole seconds is periodSeconds rounded toward zero; it and
 // maxPods, which v1alpha1 has no field for, are kept in the annotation
@@ -94,6 +98,9 @@ func (pt *PodTerminator) ConvertFrom(src *v1beta1.PodTerminator) {
 	pt.Status = statusFrom(&src.Status)
 }
 
+// endregion: convertfrom
+// region: preserved
+
 // preserved is what v1beta1.PreservedAnnotation holds.
 type preserved struct {
 	Period  *metav1.Duration `json:"period,omitempty"`
@@ -117,6 +124,8 @@ func takePreserved(m *metav1.ObjectMeta) preserved {
 	}
 	return p
 }
+
+// endregion: preserved
 
 // seconds is d in whole seconds, rounded toward zero, within int32.
 func seconds(d time.Duration) int32 {

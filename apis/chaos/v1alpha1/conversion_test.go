@@ -30,6 +30,8 @@ var lossless = conversion{
 	from: func(alpha *chaosv1alpha1.PodTerminator, beta *chaosv1beta1.PodTerminator) { alpha.ConvertFrom(beta) },
 }
 
+// region: roundtrips
+
 // roundTrips converts n random objects of each version to the other and
 // back, and returns how many came back different, with the first
 // difference.
@@ -68,6 +70,8 @@ func roundTrips(t *testing.T, seed int64, n int, c conversion) (lost int, first 
 	return lost, first
 }
 
+// endregion: roundtrips
+
 // Old to new to old and new to old to new give back the object, over 1,000
 // random objects of each version; and a conversion that loses anything is
 // caught.
@@ -78,6 +82,7 @@ func TestConversionRoundTrips(t *testing.T) {
 		c        conversion
 		wantLoss bool
 	}{
+		// region: lossy
 		{"the conversion", lossless, false},
 		{"a conversion that forgets maxPods", conversion{
 			to: lossless.to,
@@ -87,6 +92,7 @@ func TestConversionRoundTrips(t *testing.T) {
 				alpha.ConvertFrom(n)
 			},
 		}, true},
+		// endregion: lossy
 		{"a conversion that rounds the period to seconds", conversion{
 			to: lossless.to,
 			from: func(alpha *chaosv1alpha1.PodTerminator, beta *chaosv1beta1.PodTerminator) {

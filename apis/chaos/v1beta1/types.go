@@ -61,6 +61,7 @@ type PodTerminatorSpec struct {
 	// +kubebuilder:validation:items:MaxLength=63
 	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Namespaces []string `json:"namespaces,omitempty"`
+	// region: period
 
 	// Period is the time between two terminations, a duration such as
 	// "90s" or "1m30s". At least 1s, default 60s. (v1alpha1's
@@ -74,6 +75,7 @@ type PodTerminatorSpec struct {
 	// period, and how.
 	// +required
 	Termination Termination `json:"termination"`
+	// endregion: period
 
 	// DryRun, when true, makes the operator report the pods it would
 	// terminate (events and status) without deleting them. Default false.

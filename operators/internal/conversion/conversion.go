@@ -35,6 +35,8 @@ import (
 // spec.conversion.webhook.clientConfig names it.
 const Path = "/convert"
 
+// region: bounds
+
 // The bounds on what a caller can make the webhook spend. Anyone who
 // reaches its port can call it.
 const (
@@ -53,10 +55,14 @@ const (
 	logInterval = 10 * time.Second
 )
 
+// endregion: bounds
+
 // Func converts obj, an object of the custom resource in one of its served
 // versions, to version to ("group/version"). An object already in version
 // to comes back as it is.
 type Func func(obj *unstructured.Unstructured, to string) (*unstructured.Unstructured, error)
+
+// region: between
 
 // Between returns the Func of a kind served in two versions, a and b,
 // whose a type converts to and from b's (A's ConvertTo and ConvertFrom).
@@ -103,6 +109,8 @@ func Between[A, B any, PA interface {
 		return converted, nil
 	}
 }
+
+// endregion: between
 
 // Handler serves ConversionReviews with convert, within MaxReviews,
 // MaxBodyBytes and MaxReadTime. A review whose objects cannot all be

@@ -67,6 +67,7 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 		return err
 	})
 	waitFor(t, 30*time.Second, "v1alpha1 is served", func() error { _, err := alpha.Get(ctx, name, metav1.GetOptions{}); return err })
+	// region: dependent
 	// A ConfigMap that names its owner in v1alpha1, as one written by an
 	// older controller would.
 	dependent, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
@@ -78,6 +79,7 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// endregion: dependent
 
 	stop()
 	_, alphaErr := alpha.Get(ctx, name, metav1.GetOptions{})
