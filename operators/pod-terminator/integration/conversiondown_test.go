@@ -1,32 +1,43 @@
 package integration_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
+	"github.com/kooperkit/kooper/operators/pod-terminator/internal/webhook"
 )
 
-// While no replica serves the conversion webhook, what is stored (v1beta1)
-// still reads and writes; a client that names v1alpha1 fails ("StorageError:
-// corrupt object ... conversion webhook ... failed"), and so does the
-// garbage collector for a dependent whose owner reference names v1alpha1:
-// it is not deleted after its owner. When a replica is back, both recover
-// with nothing done (seen: v1alpha1 served 6-17 ms after the first
-// admitted create, the dependent deleted 4 ms to 21 s after that: the
-// garbage collector retries with a backoff).
+// While no replica serves the conversion webhook, a client that names
+// v1alpha1 fails ("StorageError: corrupt object ... conversion webhook ...
+// failed"), and what is stored in v1beta1 still reads and writes in
+// v1beta1. But one object still stored in v1alpha1 (written before v1beta1
+// became the storage version, and not written since) fails every LIST of
+// v1beta1, the version the garbage collector and the namespace controller
+// list, through the metadata API: their caches of the kind cannot fill, so
+// neither sees its objects go. When a replica is back, everything reads
+// again with nothing done by hand.
 func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 	ctx := context.Background()
 	applyManifests(t)
@@ -38,97 +49,211 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 		Webhook: operator.Webhook{Addr: addr, Hosts: []string{"127.0.0.1"}},
 		Logger:  log.NewStd(t.Output(), log.StdOptions{}),
 	}
-	run := func() (stop func()) {
+	var stop func() // the running operator's, nil while it is stopped
+	run := func() {
 		rctx, cancel := context.WithCancel(ctx)
 		done := make(chan error, 1)
 		go func() { done <- operator.Run(rctx, cfg) }()
-		return func() {
+		stop = func() {
 			cancel()
 			if err := <-done; err != nil {
 				t.Errorf("the operator: %v", err)
 			}
+			stop = nil
 		}
 	}
-	stop := run()
 	clients := versioned.NewForConfigOrDie(cluster.Config())
 	beta, alpha := clients.ChaosV1beta1().PodTerminators(), clients.ChaosV1alpha1().PodTerminators()
-	name := "down-" + rand.String(5)
-	var pt *chaosv1beta1.PodTerminator
+	var names []string
+	// Last: with the operator serving, delete what the test made and wait
+	// until it is gone (the operator removes its finalizer), so that no
+	// object stored in v1alpha1 is left to fail the next test's lists.
+	t.Cleanup(func() {
+		if stop == nil {
+			run()
+		}
+		defer stop()
+		for _, n := range names {
+			_ = beta.Delete(context.Background(), n, metav1.DeleteOptions{})
+		}
+		e2etest.Eventually(t, 60*time.Second, "the test's PodTerminators are gone", func() bool {
+			for _, n := range names {
+				if _, err := beta.Get(context.Background(), n, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+					return false
+				}
+			}
+			return true
+		})
+	})
+	run()
+
+	// region: stored
+	// One object stored in v1beta1...
+	current := "current-" + rand.String(5)
+	names = append(names, current)
 	waitFor(t, 30*time.Second, "the webhook admits the PodTerminator", func() error {
-		var err error
-		pt, err = beta.Create(ctx, &chaosv1beta1.PodTerminator{
-			ObjectMeta: metav1.ObjectMeta{Name: name},
+		_, err := beta.Create(ctx, &chaosv1beta1.PodTerminator{
+			ObjectMeta: metav1.ObjectMeta{Name: current},
 			Spec: chaosv1beta1.PodTerminatorSpec{
 				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+				Period:      &metav1.Duration{Duration: time.Hour}, // written once, then not for an hour
 				Termination: chaosv1beta1.Termination{Percent: 10},
 				DryRun:      true,
 			},
 		}, metav1.CreateOptions{})
 		return err
 	})
-	waitFor(t, 30*time.Second, "v1alpha1 is served", func() error { _, err := alpha.Get(ctx, name, metav1.GetOptions{}); return err })
-	// region: dependent
-	// A ConfigMap that names its owner in v1alpha1, as one written by an
-	// older controller would.
-	dependent, err := admin.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
-		GenerateName: "owned-by-" + name + "-",
-		OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "chaos.kooperkit.io/v1alpha1", Kind: "PodTerminator", Name: name, UID: pt.UID, BlockOwnerDeletion: ptr.To(false),
-		}},
-	}}, metav1.CreateOptions{})
+	handled := func(name string) {
+		t.Helper()
+		e2etest.Eventually(t, 30*time.Second, "the operator handles "+name+" (finalizer, status)", func() bool {
+			pt, err := beta.Get(ctx, name, metav1.GetOptions{})
+			return err == nil && len(pt.Finalizers) > 0 && pt.Status.LastTerminationTime != nil
+		})
+	}
+	handled(current)
+	waitFor(t, 30*time.Second, "v1alpha1 is served", func() error { _, err := alpha.Get(ctx, current, metav1.GetOptions{}); return err })
+	// ...and one still stored in v1alpha1, as one written before the
+	// upgrade and not since: the CRD stores v1alpha1 while it is written
+	// and handled, then v1beta1 again.
+	setStorage(t, "v1alpha1")
+	old := "stored-old-" + rand.String(5)
+	names = append(names, old)
+	if _, err := alpha.Create(ctx, &chaosv1alpha1.PodTerminator{
+		ObjectMeta: metav1.ObjectMeta{Name: old},
+		Spec: chaosv1alpha1.PodTerminatorSpec{
+			Selector:           metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+			PeriodSeconds:      ptr.To[int32](3600), // written once, then not for an hour
+			TerminationPercent: 10,
+			DryRun:             true,
+		},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	handled(old)
+	setStorage(t, "v1beta1")
+	// endregion: stored
+	if got := storedVersion(t, "/registry/chaos.kooperkit.io/podterminators/"+old); got != chaosv1alpha1.SchemeGroupVersion.String() {
+		t.Fatalf("%s is stored in %s, want it in v1alpha1: the test shows nothing", old, got)
+	}
+	if got := storedVersion(t, "/registry/chaos.kooperkit.io/podterminators/"+current); got != chaosv1beta1.SchemeGroupVersion.String() {
+		t.Fatalf("%s is stored in %s, want it in v1beta1", current, got)
+	}
+
+	// region: down
+	stop()
+	meta := metadata.NewForConfigOrDie(cluster.Config()).Resource(chaosv1beta1.SchemeGroupVersion.WithResource("podterminators"))
+	_, alphaErr := alpha.Get(ctx, current, metav1.GetOptions{})
+	_, betaErr := beta.Get(ctx, current, metav1.GetOptions{})
+	_, oldErr := beta.Get(ctx, old, metav1.GetOptions{})
+	_, listErr := beta.List(ctx, metav1.ListOptions{})
+	_, metaErr := meta.List(ctx, metav1.ListOptions{})
+	t.Logf("webhook down:\n  v1alpha1 get of one stored in v1beta1: %v\n  v1beta1 get of it: %v\n  v1beta1 get of one stored in v1alpha1: %v\n  v1beta1 list: %v\n  v1beta1 list of metadata (the garbage collector's and the namespace controller's): %v",
+		alphaErr, betaErr, oldErr, listErr, metaErr)
+	// endregion: down
+	if alphaErr == nil || betaErr != nil {
+		t.Errorf("want v1alpha1 failing and v1beta1 served for an object stored in v1beta1")
+	}
+	if oldErr == nil {
+		t.Errorf("want the object stored in v1alpha1 unreadable in v1beta1")
+	}
+	// The lists are served from the API server's watch cache, which
+	// converted every object while the webhook was up.
+	if listErr != nil || metaErr != nil {
+		t.Errorf("want the v1beta1 lists served from the watch cache")
+	}
+
+	// region: restart
+	// An API server that starts while the webhook is down (an upgrade of
+	// the control plane, a restart) fills its cache from etcd: the object
+	// stored in v1alpha1 cannot be converted, and no list of the kind is
+	// served.
+	if err := cluster.RestartAPIServer(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, listErr = beta.List(ctx, metav1.ListOptions{})
+	_, metaErr = meta.List(ctx, metav1.ListOptions{})
+	_, betaErr = beta.Get(ctx, current, metav1.GetOptions{})
+	t.Logf("webhook down, API server restarted:\n  v1beta1 list: %v\n  v1beta1 list of metadata: %v\n  v1beta1 get of one stored in v1beta1: %v", listErr, metaErr, betaErr)
+	// endregion: restart
+	if listErr == nil || metaErr == nil {
+		t.Errorf("want every list of v1beta1 failing once the API server restarted with the webhook down")
+	}
+
+	run()
+	began := time.Now()
+	waitFor(t, 30*time.Second, "every read works again", func() error {
+		if _, err := meta.List(ctx, metav1.ListOptions{}); err != nil {
+			return err
+		}
+		_, err := alpha.Get(ctx, current, metav1.GetOptions{})
+		return err
+	})
+	t.Logf("webhook back: v1beta1 lists and v1alpha1 reads work again %s after the operator started", time.Since(began).Round(time.Millisecond))
+}
+
+// setStorage makes version the CRD's storage version, and waits until the
+// API server has taken the change (the CRD is established again).
+func setStorage(t *testing.T, version string) {
+	t.Helper()
+	crds := apiextensionsclient.NewForConfigOrDie(cluster.Config()).ApiextensionsV1().CustomResourceDefinitions()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		crd, err := crds.Get(context.Background(), webhook.CRDName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == version
+		}
+		_, err = crds.Update(context.Background(), crd, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("could not make %s the storage version: %v", version, err)
+	}
+	e2etest.Eventually(t, 30*time.Second, "the CRD stores "+version, func() bool {
+		crd, err := crds.Get(context.Background(), webhook.CRDName, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	// The API server's handler for the CRD is replaced asynchronously:
+	// a write made too early may still be stored in the previous version.
+	// The test checks what was stored, in etcd.
+	time.Sleep(2 * time.Second)
+}
+
+// storedVersion returns the apiVersion of what etcd holds at key, read
+// through etcd's JSON gateway: custom resources are stored as JSON.
+func storedVersion(t *testing.T, key string) string {
+	t.Helper()
+	body, err := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// endregion: dependent
-
-	stop()
-	_, alphaErr := alpha.Get(ctx, name, metav1.GetOptions{})
-	_, betaErr := beta.Get(ctx, name, metav1.GetOptions{})
-	_, listErr := beta.List(ctx, metav1.ListOptions{})
-	t.Logf("webhook down: v1alpha1 get: %v; v1beta1 get: %v; v1beta1 list: %v", alphaErr, betaErr, listErr)
-	if alphaErr == nil || betaErr != nil || listErr != nil {
-		t.Errorf("want v1alpha1 failing and v1beta1 served")
+	resp, err := http.Post(cluster.EtcdURL()+"/v3/kv/range", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatalf("could not read %s from etcd: %v", key, err)
 	}
-	if err := beta.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-		t.Fatalf("delete through v1beta1 with the webhook down: %v", err)
+	defer resp.Body.Close()
+	var got struct {
+		KVs []struct {
+			Value []byte `json:"value"` // base64 in JSON
+		} `json:"kvs"`
 	}
-	began := time.Now()
-	gone := false
-	for time.Since(began) < 20*time.Second {
-		if _, err := admin.CoreV1().ConfigMaps("default").Get(ctx, dependent.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			gone = true
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.KVs) != 1 {
+		t.Fatalf("could not read %s from etcd: %v (%d keys)", key, err, len(got.KVs))
 	}
-	// What breaks: the garbage collector looks the owner up in the
-	// version the dependent names, which needs the webhook.
-	if gone {
-		t.Errorf("the dependent naming its owner in v1alpha1 was deleted %s after its owner, with the webhook down; want it kept until the webhook is back", time.Since(began).Round(time.Millisecond))
+	var obj struct {
+		APIVersion string `json:"apiVersion"`
 	}
-
-	stop = run()
-	defer stop()
-	other := "back-" + rand.String(5)
-	waitFor(t, 30*time.Second, "the webhook is back", func() error {
-		_, err := beta.Create(ctx, &chaosv1beta1.PodTerminator{
-			ObjectMeta: metav1.ObjectMeta{Name: other},
-			Spec: chaosv1beta1.PodTerminatorSpec{
-				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
-				Termination: chaosv1beta1.Termination{Percent: 10},
-				DryRun:      true,
-			},
-		}, metav1.CreateOptions{})
-		return err
-	})
-	t.Cleanup(func() { _ = beta.Delete(context.Background(), other, metav1.DeleteOptions{}) })
-	began = time.Now()
-	waitFor(t, 30*time.Second, "v1alpha1 is served again", func() error { _, err := alpha.Get(ctx, other, metav1.GetOptions{}); return err })
-	t.Logf("v1alpha1 served again %s after the webhook admitted a create", time.Since(began).Round(time.Millisecond))
-	began = time.Now()
-	e2etest.Eventually(t, 120*time.Second, "the garbage collector deletes the dependent", func() bool {
-		_, err := admin.CoreV1().ConfigMaps("default").Get(ctx, dependent.Name, metav1.GetOptions{})
-		return apierrors.IsNotFound(err)
-	})
-	t.Logf("webhook back: the dependent deleted %s later", time.Since(began).Round(time.Millisecond))
+	if err := json.Unmarshal(got.KVs[0].Value, &obj); err != nil {
+		t.Fatalf("%s in etcd is not JSON: %v", key, fmt.Errorf("%w: %.80q", err, got.KVs[0].Value))
+	}
+	return obj.APIVersion
 }
