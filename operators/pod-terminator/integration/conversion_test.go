@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	prom "github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -224,4 +225,63 @@ func TestBothVersionsServeTheSameObjects(t *testing.T) {
 			t.Errorf("got period %q at generation %d, want \"60s\" as written, at generation 1", period, got.GetGeneration())
 		}
 	})
+}
+
+// Every replica serves the conversion webhook, not only the leader: with
+// the CRD's conversion pointed at a standby's server alone, v1alpha1 is
+// served while the standby stays a standby.
+func TestAStandbyServesConversion(t *testing.T) {
+	ctx := context.Background()
+	applyManifests(t)
+	admin := kubernetes.NewForConfigOrDie(cluster.Config())
+	leaderAddr, standbyAddr := e2etest.FreeAddr(t), e2etest.FreeAddr(t)
+	registerWebhook(t, admin, standbyAddr) // the admission and conversion webhooks call the standby only
+	replica := func(webhookAddr string) (reg *prom.Registry, readyz string) {
+		reg = prom.NewRegistry()
+		httpAddr := e2etest.FreeAddr(t)
+		cfg := operator.Config{
+			REST:     e2etest.AsServiceAccount(cluster.Config(), "kooper-pod-terminator", "pod-terminator", 50, 100),
+			Registry: reg, HTTPAddr: httpAddr,
+			Webhook: operator.Webhook{Addr: webhookAddr, Hosts: []string{"127.0.0.1"}},
+			Logger:  log.NewStd(t.Output(), log.StdOptions{}),
+		}
+		e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
+		return reg, "http://" + httpAddr + "/readyz"
+	}
+	leading := func(reg *prom.Registry) bool {
+		return e2etest.Metric(t, reg, "kooper_controller_leader", map[string]string{"controller": operator.DefaultName}) == 1
+	}
+	leaderReg, _ := replica(leaderAddr)
+	e2etest.Eventually(t, 30*time.Second, "the first replica leads", func() bool { return leading(leaderReg) })
+	standbyReg, standbyReady := replica(standbyAddr)
+	e2etest.Eventually(t, 30*time.Second, "the second replica is ready as a standby", func() bool {
+		return readiness(t, standbyReady) == "200 standby"
+	})
+
+	clients := versioned.NewForConfigOrDie(cluster.Config())
+	name := "standby-" + rand.String(5)
+	t.Cleanup(func() {
+		_ = clients.ChaosV1beta1().PodTerminators().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	waitFor(t, 30*time.Second, "the standby's webhook admits the PodTerminator", func() error {
+		_, err := clients.ChaosV1beta1().PodTerminators().Create(ctx, &chaosv1beta1.PodTerminator{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: chaosv1beta1.PodTerminatorSpec{
+				Selector:    metav1.LabelSelector{MatchLabels: map[string]string{"app": "victim"}},
+				Termination: chaosv1beta1.Termination{Percent: 10},
+				DryRun:      true,
+			},
+		}, metav1.CreateOptions{})
+		return err
+	})
+	waitFor(t, 30*time.Second, "the standby converts to v1alpha1", func() error {
+		old, err := clients.ChaosV1alpha1().PodTerminators().Get(ctx, name, metav1.GetOptions{})
+		if err == nil && old.Spec.TerminationPercent != 10 {
+			return fmt.Errorf("got terminationPercent %d, want 10", old.Spec.TerminationPercent)
+		}
+		return err
+	})
+	if leading(standbyReg) || !leading(leaderReg) {
+		t.Errorf("the roles changed: the test shows nothing about a standby")
+	}
 }
