@@ -15,20 +15,20 @@ package conversion
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
-	"golang.org/x/time/rate"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/bounded"
 )
 
 // Path is where Handler is served; the CRD's
@@ -48,11 +48,10 @@ const (
 	// objects of a whole list page in one review. Larger is answered 413,
 	// having read no more.
 	MaxBodyBytes = 8 << 20
-	// MaxReadTime is the most a request's body may take to arrive.
+	// MaxReadTime is the most a request may take, its body's arrival
+	// included, or four fifths of the API server's timeout parameter if
+	// that is shorter.
 	MaxReadTime = 5 * time.Second
-	// logInterval is the least time between two log lines about refused
-	// or failed reviews.
-	logInterval = 10 * time.Second
 )
 
 // endregion: bounds
@@ -113,47 +112,40 @@ func Between[A, B any, PA interface {
 // endregion: between
 
 // Handler serves ConversionReviews with convert, within MaxReviews,
-// MaxBodyBytes and MaxReadTime. A review whose objects cannot all be
-// converted is answered with a failure naming the first (the API server
-// then fails the request that needed it); refusals and failures are
-// logged at most once per 10 seconds.
+// MaxBodyBytes and MaxReadTime (package bounded, as the admission
+// webhook). A review whose objects cannot all be converted is answered
+// with a failure naming the first (the API server then fails the request
+// that needed it); refusals and failures are logged at most once per 10
+// seconds.
 func Handler(convert Func, logger log.Logger) http.Handler {
-	return &handler{
-		convert: convert,
-		log:     logger,
-		slots:   make(chan struct{}, MaxReviews),
-		busy:    &rate.Sometimes{Interval: logInterval},
-		failed:  &rate.Sometimes{Interval: logInterval},
-	}
+	clk := clock.RealClock{}
+	reviews := bounded.Limits{
+		What:     "conversion review",
+		AtOnce:   MaxReviews,
+		MaxBytes: MaxBodyBytes,
+		MaxTime:  MaxReadTime,
+		Logger:   logger,
+		Clock:    clk,
+	}.Handler(&handler{convert: convert, log: logger, failed: bounded.NewThrottle(clk)})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "Method Not Allowed: POST a ConversionReview", http.StatusMethodNotAllowed)
+			return
+		}
+		reviews.ServeHTTP(w, r)
+	})
 }
 
 type handler struct {
-	convert      Func
-	log          log.Logger
-	slots        chan struct{}
-	busy, failed *rate.Sometimes
+	convert Func
+	log     log.Logger
+	failed  *bounded.Throttle
 }
 
+// ServeHTTP converts one review, whose body bounded.Limits has read.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodPost {
-		http.Error(w, "Method Not Allowed: POST a ConversionReview", http.StatusMethodNotAllowed)
-		return
-	}
-	select {
-	case h.slots <- struct{}{}:
-		defer func() { <-h.slots }()
-	default:
-		h.busy.Do(func() { h.log.Warn("too many conversion reviews at once, refusing", "limit", MaxReviews) })
-		http.Error(w, fmt.Sprintf("Too Many Requests: more than %d conversion reviews at once; try again later", MaxReviews), http.StatusTooManyRequests)
-		return
-	}
-	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(MaxReadTime))
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
-		if tooLarge := (*http.MaxBytesError)(nil); errors.As(err, &tooLarge) {
-			http.Error(w, fmt.Sprintf("Request Entity Too Large: a conversion review may have at most %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge)
-			return
-		}
 		http.Error(w, "Bad Request: could not read the body", http.StatusBadRequest)
 		return
 	}
@@ -164,7 +156,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	resp := h.review(review.Request)
 	if resp.Result.Status == metav1.StatusFailure {
-		h.failed.Do(func() { h.log.Warn("could not convert", "uid", resp.UID, "err", resp.Result.Message) })
+		h.failed.Log(h.log.Warn, "could not convert", "uid", resp.UID, "err", resp.Result.Message)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(apiextensionsv1.ConversionReview{

@@ -78,6 +78,7 @@ import (
 
 	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/bounded"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/validation"
 )
 
@@ -116,8 +117,8 @@ func New(cfg Config) (http.Handler, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.RealClock{}
 	}
-	v := validator{rules: cfg.Rules, access: cfg.Access, log: cfg.Logger, accessFailed: newThrottle(cfg.Clock)}
-	kwhLog := kwhLogger{l: cfg.Logger, failed: newThrottle(cfg.Clock)}
+	v := validator{rules: cfg.Rules, access: cfg.Access, log: cfg.Logger, accessFailed: bounded.NewThrottle(cfg.Clock)}
+	kwhLog := kwhLogger{l: cfg.Logger, failed: bounded.NewThrottle(cfg.Clock)}
 	wh, err := kwhvalidating.NewWebhook(kwhvalidating.WebhookConfig{
 		ID:        Name,
 		Obj:       &chaosv1beta1.PodTerminator{},
@@ -139,7 +140,7 @@ type validator struct {
 	access Access
 	log    log.Logger
 	// accessFailed throttles the warnings about failed access checks.
-	accessFailed *throttle
+	accessFailed *bounded.Throttle
 }
 
 // region: validate
@@ -237,7 +238,7 @@ func (v validator) mayDeleteTargets(ctx context.Context, user authenticationv1.U
 // the operator's own access to the API server, none of the caller's
 // business.
 func (v validator) unknownAccess(user authenticationv1.UserInfo, err error) string {
-	v.accessFailed.log(v.log.Warn, "could not check access", "err", err)
+	v.accessFailed.Log(v.log.Warn, "could not check access", "err", err)
 	return fmt.Sprintf("could not check whether user %q may delete pods in every namespace this PodTerminator targets, which it needs, so it is refused; try again later", user.Username)
 }
 
@@ -246,15 +247,15 @@ func (v validator) unknownAccess(user authenticationv1.UserInfo, err error) stri
 // send: one line per LogInterval goes through, whatever their words.
 type kwhLogger struct {
 	l      log.Logger
-	failed *throttle
+	failed *bounded.Throttle
 }
 
 func (k kwhLogger) Infof(format string, args ...any) { k.l.Debug(fmt.Sprintf(format, args...)) }
 func (k kwhLogger) Warningf(format string, args ...any) {
-	k.failed.log(k.l.Warn, fmt.Sprintf(format, args...))
+	k.failed.Log(k.l.Warn, fmt.Sprintf(format, args...))
 }
 func (k kwhLogger) Errorf(format string, args ...any) {
-	k.failed.log(k.l.Error, fmt.Sprintf(format, args...))
+	k.failed.Log(k.l.Error, fmt.Sprintf(format, args...))
 }
 func (k kwhLogger) Debugf(format string, args ...any) { k.l.Debug(fmt.Sprintf(format, args...)) }
 func (k kwhLogger) WithValues(kv map[string]any) kwhlog.Logger {
