@@ -180,7 +180,7 @@ REPEAT ?= 3
 
 .PHONY: test-repeat
 test-repeat: build prometheus workspace ## Every integration test REPEAT times (3) against its package's one local control plane, as a flake hunt needs (about an hour): catches tests that depend on a fresh cluster.
-	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
+	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
 	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=$(REPEAT) -p 1 -timeout 60m $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)')
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -count=$(REPEAT) -timeout 30m ./integration
 
@@ -370,6 +370,11 @@ deploy: check-operator ## kubectl apply -k manifests/<operator> per OPERATOR (de
 .PHONY: undeploy
 undeploy: check-operator ## Remove OPERATOR (default every operator) from the current context: its custom resources first (while it can finalize them), then the operator, then its CRDs.
 	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh undeploy $$op; done
+
+.PHONY: migrate-storage
+migrate-storage: ## After a new API version became the storage version, move the stored objects of CRD (a CRD's name, or several) to it and leave status.storedVersions holding it alone, in the current context, by StorageVersionMigration where served (1.37+), else writing them (hack/migrate) [MIGRATE_ARGS='-rewrite -timeout 10m'].
+	@if [ -z "$(strip $(CRD))" ]; then echo "CRD is empty: name one, <plural>.<group> (kubectl get crd lists them)" >&2; exit 1; fi
+	$(GO) run ./hack/migrate $(MIGRATE_ARGS) $(CRD)
 
 .PHONY: check-operator
 check-operator:

@@ -23,6 +23,7 @@ import (
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
+	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/kooper/log"
 	"github.com/kooperkit/kooper/operators/internal/e2etest"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/operator"
@@ -115,7 +116,7 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 	// ...and one still stored in v1alpha1, as one written before the
 	// upgrade and not since: the CRD stores v1alpha1 while it is written
 	// and handled, then v1beta1 again.
-	setStorage(t, "v1alpha1")
+	setStorage(t, cluster, "v1alpha1")
 	old := "stored-old-" + rand.String(5)
 	names = append(names, old)
 	if _, err := alpha.Create(ctx, &chaosv1alpha1.PodTerminator{
@@ -130,12 +131,12 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	handled(old)
-	setStorage(t, "v1beta1")
+	setStorage(t, cluster, "v1beta1")
 	// endregion: stored
-	if got := storedVersion(t, "/registry/chaos.kooperkit.io/podterminators/"+old); got != chaosv1alpha1.SchemeGroupVersion.String() {
+	if got := storedVersion(t, cluster, "/registry/chaos.kooperkit.io/podterminators/"+old); got != chaosv1alpha1.SchemeGroupVersion.String() {
 		t.Fatalf("%s is stored in %s, want it in v1alpha1: the test shows nothing", old, got)
 	}
-	if got := storedVersion(t, "/registry/chaos.kooperkit.io/podterminators/"+current); got != chaosv1beta1.SchemeGroupVersion.String() {
+	if got := storedVersion(t, cluster, "/registry/chaos.kooperkit.io/podterminators/"+current); got != chaosv1beta1.SchemeGroupVersion.String() {
 		t.Fatalf("%s is stored in %s, want it in v1beta1", current, got)
 	}
 
@@ -191,11 +192,11 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 	t.Logf("webhook back: v1beta1 lists and v1alpha1 reads work again %s after the operator started", time.Since(began).Round(time.Millisecond))
 }
 
-// setStorage makes version the CRD's storage version, and waits until the
+// setStorage makes version c's CRD's storage version, and waits until the
 // API server has taken the change (the CRD is established again).
-func setStorage(t *testing.T, version string) {
+func setStorage(t *testing.T, c *envtest.Cluster, version string) {
 	t.Helper()
-	crds := apiextensionsclient.NewForConfigOrDie(cluster.Config()).ApiextensionsV1().CustomResourceDefinitions()
+	crds := apiextensionsclient.NewForConfigOrDie(c.Config()).ApiextensionsV1().CustomResourceDefinitions()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		crd, err := crds.Get(context.Background(), webhook.CRDName, metav1.GetOptions{})
 		if err != nil {
@@ -224,36 +225,59 @@ func setStorage(t *testing.T, version string) {
 	})
 	// The API server's handler for the CRD is replaced asynchronously:
 	// a write made too early may still be stored in the previous version.
-	// The test checks what was stored, in etcd.
+	// The tests check what was stored, in etcd.
 	time.Sleep(2 * time.Second)
 }
 
-// storedVersion returns the apiVersion of what etcd holds at key, read
-// through etcd's JSON gateway: custom resources are stored as JSON.
-func storedVersion(t *testing.T, key string) string {
+// storedVersion returns the apiVersion of what c's etcd holds at key.
+func storedVersion(t *testing.T, c *envtest.Cluster, key string) string {
 	t.Helper()
-	body, err := json.Marshal(map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))})
+	got := stored(t, c, key, false)
+	if len(got) != 1 {
+		t.Fatalf("etcd holds %d objects at %s, want 1", len(got), key)
+	}
+	return got[key]
+}
+
+// stored returns the apiVersion of each object c's etcd holds at key, or
+// under it if prefix, read through etcd's JSON gateway: custom resources
+// are stored as JSON.
+func stored(t *testing.T, c *envtest.Cluster, key string, prefix bool) map[string]string {
+	t.Helper()
+	req := map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))}
+	if prefix {
+		end := []byte(key)
+		end[len(end)-1]++ // the keys that start with key: [key, end)
+		req["range_end"] = base64.StdEncoding.EncodeToString(end)
+	}
+	body, err := json.Marshal(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Post(cluster.EtcdURL()+"/v3/kv/range", "application/json", bytes.NewReader(body))
+	resp, err := http.Post(c.EtcdURL()+"/v3/kv/range", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatalf("could not read %s from etcd: %v", key, err)
 	}
 	defer resp.Body.Close()
 	var got struct {
 		KVs []struct {
+			Key   []byte `json:"key"`   // base64 in JSON
 			Value []byte `json:"value"` // base64 in JSON
 		} `json:"kvs"`
+		More bool `json:"more"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || len(got.KVs) != 1 {
-		t.Fatalf("could not read %s from etcd: %v (%d keys)", key, err, len(got.KVs))
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || got.More {
+		t.Fatalf("could not read %s from etcd: %v (more: %v)", key, err, got.More)
 	}
-	var obj struct {
-		APIVersion string `json:"apiVersion"`
+	versions := make(map[string]string, len(got.KVs))
+	for _, kv := range got.KVs {
+		var obj struct {
+			APIVersion string `json:"apiVersion"`
+		}
+		if err := json.Unmarshal(kv.Value, &obj); err != nil {
+			t.Fatalf("%s in etcd is not JSON: %v", kv.Key, fmt.Errorf("%w: %.80q", err, kv.Value))
+		}
+		versions[string(kv.Key)] = obj.APIVersion
 	}
-	if err := json.Unmarshal(got.KVs[0].Value, &obj); err != nil {
-		t.Fatalf("%s in etcd is not JSON: %v", key, fmt.Errorf("%w: %.80q", err, got.KVs[0].Value))
-	}
-	return obj.APIVersion
+	return versions
 }

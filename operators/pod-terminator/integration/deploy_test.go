@@ -111,8 +111,15 @@ func TestTheDeployManifestsApply(t *testing.T) {
 // applyKustomizations runs the cluster's kubectl apply -k on each directory.
 func applyKustomizations(t *testing.T, dirs ...string) {
 	t.Helper()
+	applyKustomizationsTo(t, cluster, dirs...)
+}
+
+// applyKustomizationsTo applies dirs to c, with the package cluster's
+// kubectl (c's binaries may be an older server's alone).
+func applyKustomizationsTo(t *testing.T, c *envtest.Cluster, dirs ...string) {
+	t.Helper()
 	for _, dir := range dirs {
-		out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), "--kubeconfig", cluster.KubeconfigPath(),
+		out, err := exec.Command(filepath.Join(cluster.BinDir(), envtest.BinKubectl), "--kubeconfig", c.KubeconfigPath(),
 			"apply", "-k", dir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("kubectl apply -k %s: %v\n%s", dir, err, out)

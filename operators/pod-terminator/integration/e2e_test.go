@@ -329,6 +329,13 @@ func applyManifests(t *testing.T) {
 // ends.
 func registerWebhook(t *testing.T, client kubernetes.Interface, addr string) {
 	t.Helper()
+	registerWebhookOn(t, cluster.Config(), client, addr)
+}
+
+// registerWebhookOn is registerWebhook on the cluster of cfg, whose client
+// client is.
+func registerWebhookOn(t *testing.T, cfg *rest.Config, client kubernetes.Interface, addr string) {
+	t.Helper()
 	url := "https://" + addr + webhook.Path
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	readManifest(t, "webhook.yaml", vwc)
@@ -347,16 +354,16 @@ func registerWebhook(t *testing.T, client kubernetes.Interface, addr string) {
 			t.Errorf("could not remove the webhook configuration: %v", err)
 		}
 	})
-	registerConversion(t, addr)
+	registerConversion(t, cfg, addr)
 }
 
-// registerConversion points the PodTerminator CRD's conversion webhook at
+// registerConversion points the PodTerminator CRD (of the cluster of cfg)'s conversion webhook at
 // the operator's webhook server at addr, with no CA (the operator writes
 // its own, as in a cluster), and puts the CRD's conversion back at the end
 // of the test.
-func registerConversion(t *testing.T, addr string) {
+func registerConversion(t *testing.T, cfg *rest.Config, addr string) {
 	t.Helper()
-	crds := apiextensionsclient.NewForConfigOrDie(cluster.Config()).ApiextensionsV1().CustomResourceDefinitions()
+	crds := apiextensionsclient.NewForConfigOrDie(cfg).ApiextensionsV1().CustomResourceDefinitions()
 	url := "https://" + addr + conversion.Path
 	restore, err := devloop.PointConversion(context.Background(), crds, webhook.CRDName, apiextensionsv1.WebhookClientConfig{URL: &url})
 	if err != nil {
