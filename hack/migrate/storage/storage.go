@@ -210,7 +210,7 @@ func (m *migration) byMigrator(ctx context.Context, cfg *rest.Config) error {
 	}
 	svms := client.StoragemigrationV1().StorageVersionMigrations()
 	svm, err := svms.Create(ctx, &svmv1.StorageVersionMigration{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: m.crd.Name + "-"},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: m.crd.Spec.Names.Plural + "-"},
 		Spec: svmv1.StorageVersionMigrationSpec{Resource: metav1.GroupResource{
 			Group: m.crd.Spec.Group, Resource: m.crd.Spec.Names.Plural,
 		}},
@@ -252,6 +252,9 @@ func (m *migration) byMigrator(ctx context.Context, cfg *rest.Config) error {
 		}
 		return false, nil
 	})
+	if err != nil && last == "" && ctx.Err() != nil {
+		return fmt.Errorf("migrating %s: no migrator took StorageVersionMigration %s up (kube-controller-manager runs one from Kubernetes 1.37, its storage-version-migrator-controller; -rewrite writes the objects without it): %w", m.crd.Name, svm.Name, err)
+	}
 	if err != nil {
 		return fmt.Errorf("migrating %s by StorageVersionMigration %s: %w", m.crd.Name, svm.Name, err)
 	}
