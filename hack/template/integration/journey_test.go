@@ -123,10 +123,9 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 	// What the scaffolds write, in every form a file may name them: the
 	// operator, its API group and its Go packages. This package's files
 	// name them too (and are no scaffold's).
-	var scaffoldNames, scaffoldPackages, readmes, handlers, handlersOK, imports, integration, integrationOK, rendered, ready []string
+	var scaffoldNames, readmes, handlers, handlersOK, imports, integration, integrationOK, rendered, ready []string
 	for _, s := range scaffolds {
 		scaffoldNames = append(scaffoldNames, "-e", s.name, "-e", s.group(), "-e", module+"/apis/"+s.short)
-		scaffoldPackages = append(scaffoldPackages, "./operators/"+s.name+"/...", "./apis/"+s.short+"/...")
 		readmes = append(readmes, "operators/"+s.name+"/README.md")
 		handlers = append(handlers, "./operators/"+s.name+"/internal/handler")
 		handlersOK = append(handlersOK, "ok  \t"+module+"/operators/"+s.name+"/internal/handler")
@@ -179,17 +178,12 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 		// types' and those of the tools that read the tree. The library's
 		// and the other modules' behave as before a rename (make lint has
 		// type-checked them renamed): make test runs them in this
-		// repository. A rename makes no data race: the race detector runs
-		// on the scaffolds' packages alone, which only this test has, and
-		// make test runs it on the rest.
+		// repository.
 		step{name: "the unit tests of the root module", args: []string{"sh", "-c",
-			"go test -count=1 $(go list ./... | grep -v -E '/integration$|/hack/run$')"},
+			"CGO_ENABLED=1 go test -race -count=1 $(go list ./... | grep -v -E '/integration$|/hack/run$')"},
 			// The pod-terminator's API has two versions: the round trips
 			// of its conversion pass renamed.
 			want: append([]string{"ok  \t" + module + "/apis/chaos/v1alpha1"}, handlersOK...)},
-		step{name: "the scaffolds' unit tests under the race detector", args: []string{"sh", "-c",
-			"CGO_ENABLED=1 go test -race -count=1 $(go list " + strings.Join(scaffoldPackages, " ") + " | grep -v -E '/integration$')"},
-			want: handlersOK},
 		// 5. On the local control plane, linked into the copy's bin/ from
 		// the per-user cache (built there by make test), with promtool,
 		// which their metrics checks run.

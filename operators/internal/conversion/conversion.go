@@ -16,7 +16,6 @@ package conversion
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -144,13 +143,9 @@ type handler struct {
 
 // ServeHTTP converts one review, whose body bounded.Limits has read.
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, "Bad Request: could not read the body", http.StatusBadRequest)
-		return
-	}
+	// Decoded from the body bounded.Limits holds, not copied again.
 	var review apiextensionsv1.ConversionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
 		http.Error(w, "Bad Request: not a ConversionReview of apiextensions.k8s.io/v1 with a request", http.StatusBadRequest)
 		return
 	}
