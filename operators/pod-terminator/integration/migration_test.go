@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -129,14 +132,34 @@ func migrateStoredObjects(t *testing.T, c *envtest.Cluster, method string) {
 		}
 		return err == nil && handled == n
 	})
+	// The API server switches its storage version a moment after the CRD
+	// says so: a create made before may be stored in v1beta1. Writing such
+	// an object again, unchanged, stores it in v1alpha1.
+	const prefix = "/registry/chaos.kooperkit.io/podterminators/"
+	alphaVersion, betaVersion := chaosv1alpha1.SchemeGroupVersion.String(), chaosv1beta1.SchemeGroupVersion.String()
+	raw := dynamic.NewForConfigOrDie(c.Config()).Resource(chaosv1beta1.SchemeGroupVersion.WithResource("podterminators"))
+	waitFor(t, 30*time.Second, "all are stored in v1alpha1", func() error {
+		late := notIn(ours(stored(t, c, prefix, true), names), alphaVersion)
+		for name := range late {
+			if pt, err := beta.Get(ctx, name, metav1.GetOptions{}); err == nil {
+				_, _ = raw.Patch(ctx, name, types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q}}`, pt.ResourceVersion), metav1.PatchOptions{})
+			}
+		}
+		if len(late) > 0 {
+			return fmt.Errorf("%d stored in v1beta1", len(late))
+		}
+		return nil
+	})
 	setStorage(t, c, "v1beta1")
 	// endregion: before
-	const prefix = "/registry/chaos.kooperkit.io/podterminators/"
-	before := ours(stored(t, c, prefix, true), names)
 	// The check below finds what a skipped migration leaves: were these
-	// not in v1alpha1, the test would show nothing.
-	if bad := notIn(before, chaosv1beta1.SchemeGroupVersion.String()); len(before) != n || len(bad) != n {
-		t.Fatalf("etcd holds %d of the %d objects, %d of them not in v1beta1 (%v); want all %d in v1alpha1", len(before), n, len(bad), before, n)
+	// not in v1alpha1, the test would show nothing. The operator may still
+	// write one or two (a handling that was under way), now in v1beta1.
+	before := ours(stored(t, c, prefix, true), names)
+	inAlpha := n - len(notIn(before, alphaVersion))
+	t.Logf("before the migration, %d of the %d objects are stored in v1alpha1", inAlpha, n)
+	if len(before) != n || inAlpha < n-5 {
+		t.Fatalf("etcd holds %d of the %d objects, %d of them in v1alpha1 (%v); want all %d, and nearly all in v1alpha1", len(before), n, inAlpha, before, n)
 	}
 	crds := apiextensionsclient.NewForConfigOrDie(c.Config()).ApiextensionsV1().CustomResourceDefinitions()
 	crd, err := crds.Get(ctx, webhook.CRDName, metav1.GetOptions{})
@@ -175,11 +198,11 @@ func migrateStoredObjects(t *testing.T, c *envtest.Cluster, method string) {
 	if report.Method != method {
 		t.Errorf("migrated by %s, want %s", report.Method, method)
 	}
-	if method == storage.MethodRewrite && (report.Listed != n || report.Rewritten != n) {
-		t.Errorf("listed %d and rewrote %d, want %d and %d: nothing else writes them", report.Listed, report.Rewritten, n, n)
+	if method == storage.MethodRewrite && (report.Listed != n || report.Rewritten < inAlpha || report.Rewritten+report.Already+report.ChangedSince != n) {
+		t.Errorf("listed %d, rewrote %d, found %d stored already and %d written since; want %d listed, and the %d in v1alpha1 rewritten", report.Listed, report.Rewritten, report.Already, report.ChangedSince, n, inAlpha)
 	}
 	after := ours(stored(t, c, prefix, true), names)
-	if bad := notIn(after, chaosv1beta1.SchemeGroupVersion.String()); len(after) != n || len(bad) != 0 {
+	if bad := notIn(after, betaVersion); len(after) != n || len(bad) != 0 {
 		t.Errorf("etcd holds %d of the %d objects after the migration, %d not in v1beta1: %v", len(after), n, len(bad), bad)
 	}
 	if crd, err = crds.Get(ctx, webhook.CRDName, metav1.GetOptions{}); err != nil {
