@@ -14,7 +14,9 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/util/retry"
@@ -131,6 +133,7 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	handled(old)
+	storeAll(t, cluster, chaosv1alpha1.SchemeGroupVersion.String(), old)
 	setStorage(t, cluster, "v1beta1")
 	// endregion: stored
 	if got := storedVersion(t, cluster, "/registry/chaos.kooperkit.io/podterminators/"+old); got != chaosv1alpha1.SchemeGroupVersion.String() {
@@ -227,6 +230,34 @@ func setStorage(t *testing.T, c *envtest.Cluster, version string) {
 	// a write made too early may still be stored in the previous version.
 	// The tests check what was stored, in etcd.
 	time.Sleep(2 * time.Second)
+}
+
+// storeAll writes each PodTerminator of names that c's etcd holds in
+// another version than version again, unchanged, until all are stored in
+// version. The API server takes a new storage version a moment after the
+// CRD says so (setStorage), and a write made before is stored in the
+// previous one; an unchanged write stores it again, in the new one.
+func storeAll(t *testing.T, c *envtest.Cluster, version string, names ...string) {
+	t.Helper()
+	res := dynamic.NewForConfigOrDie(c.Config()).Resource(chaosv1beta1.SchemeGroupVersion.WithResource("podterminators"))
+	waitFor(t, 30*time.Second, "all are stored in "+version, func() error {
+		late := 0
+		for _, name := range names {
+			if storedVersion(t, c, "/registry/chaos.kooperkit.io/podterminators/"+name) == version {
+				continue
+			}
+			late++
+			pt, err := res.Get(context.Background(), name, metav1.GetOptions{})
+			if err == nil {
+				_, _ = res.Patch(context.Background(), name, types.MergePatchType,
+					fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q}}`, pt.GetResourceVersion()), metav1.PatchOptions{})
+			}
+		}
+		if late > 0 {
+			return fmt.Errorf("%d of %d not stored in %s", late, len(names), version)
+		}
+		return nil
+	})
 }
 
 // storedVersion returns the apiVersion of what c's etcd holds at key.
