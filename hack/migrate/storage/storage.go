@@ -39,6 +39,7 @@ import (
 	"time"
 
 	svmv1 "k8s.io/api/storagemigration/v1"
+	"k8s.io/apiextensions-apiserver/pkg/apihelpers"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -246,7 +247,7 @@ func (m *migration) byMigrator(ctx context.Context, cfg *rest.Config) error {
 		if slices.Equal(crd.Status.StoredVersions, []string{m.report.Version}) {
 			return true, nil
 		}
-		if c := findCRDCondition(crd, apiextensionsv1.StorageMigrating); c != nil && c.Status == apiextensionsv1.ConditionFalse &&
+		if c := apihelpers.FindCRDCondition(crd, apiextensionsv1.StorageMigrating); c != nil && c.Status == apiextensionsv1.ConditionFalse &&
 			strings.Contains(c.Message, "not been updated") {
 			return false, fmt.Errorf("StorageVersionMigration %s succeeded, but storedVersions is %v: %s (run this again)", svm.Name, crd.Status.StoredVersions, c.Message)
 		}
@@ -271,8 +272,6 @@ func (m *migration) byRewrite(ctx context.Context, cfg *rest.Config) error {
 	if err := m.rewrite(ctx, dynamicResource{client.Resource(gvr)}); err != nil {
 		return err
 	}
-	m.opts.Logf("%s: %d objects listed, %d rewritten, %d in %s already, %d written and %d deleted since",
-		m.crd.Name, m.report.Listed, m.report.Rewritten, m.report.Already, m.report.Version, m.report.ChangedSince, m.report.Gone)
 	return m.setStoredVersions(ctx)
 }
 
@@ -394,16 +393,6 @@ func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
 		}
 	}
 	return ""
-}
-
-// findCRDCondition returns crd's condition of type t, or nil.
-func findCRDCondition(crd *apiextensionsv1.CustomResourceDefinition, t apiextensionsv1.CustomResourceDefinitionConditionType) *apiextensionsv1.CustomResourceDefinitionCondition {
-	for i := range crd.Status.Conditions {
-		if crd.Status.Conditions[i].Type == t {
-			return &crd.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // retriable tells the errors worth another try: throttling, timeouts and
