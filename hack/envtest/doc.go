@@ -27,6 +27,12 @@
 // killed test leaves nothing behind. StopAPIServer, StartAPIServer and
 // RestartAPIServer are for fault tests; etcd's data survives them.
 //
+// Ports are picked free, but another process can take one before the
+// component binds it (clusters start side by side): the component is then
+// started again on others. Health checks tell a component from another
+// process on its port: TLS components by the cluster's CA, etcd by its
+// member name.
+//
 // One cluster is meant to be shared by a package's tests from TestMain (see
 // [ForTests], [RunTests]): give each test its own namespace. A missing
 // control plane fails the package instead of skipping it; `make test`

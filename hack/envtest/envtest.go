@@ -61,6 +61,9 @@ type Options struct {
 	// ShardedListAndWatch (alpha, for package sharding's server-side mode)
 	// is on. Set it false to see what a cluster without it does.
 	FeatureGates map[string]bool
+
+	// pickPorts replaces freePorts, for tests of a port taken in between.
+	pickPorts func(n int) ([]int, error)
 }
 
 // endregion: options
@@ -158,54 +161,66 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	ports, err := freePorts(5)
-	if err != nil {
-		return err
-	}
-	etcdPort, peerPort, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-
 	// etcd: one member, plain HTTP on loopback, no fsync (throw-away data).
-	etcdURL := "http://127.0.0.1:" + itoa(etcdPort)
-	peerURL := "http://127.0.0.1:" + itoa(peerPort)
-	etcd := c.process(BinEtcd, "--name=devcluster", "--data-dir="+filepath.Join(c.dir, "etcd"),
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=devcluster="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
-	c.etcd, c.etcdURL = etcd, etcdURL
-	if err := c.run(ctx, etcd, etcdURL+"/health", nil); err != nil {
+	// Its name is the cluster's own, so Start can tell it from another
+	// cluster's etcd answering on the same port.
+	etcdName := "devcluster-" + randomHex(6)
+	etcdDir := filepath.Join(c.dir, "etcd")
+	_, _, err = c.startOnFreePorts(ctx, began, 2, func(ports []int) (*process, func(context.Context) error) {
+		etcdURL := "http://127.0.0.1:" + itoa(ports[0])
+		peerURL := "http://127.0.0.1:" + itoa(ports[1])
+		// A member that could not bind its ports may have written data
+		// naming them.
+		_ = os.RemoveAll(etcdDir)
+		p := c.process(BinEtcd, "--name="+etcdName, "--data-dir="+etcdDir,
+			"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+			"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+			"--initial-cluster="+etcdName+"="+peerURL, "--unsafe-no-fsync", "--log-level=warn")
+		c.etcd, c.etcdURL = p, etcdURL
+		return p, func(ctx context.Context) error {
+			if err := p.waitHealthy(ctx, etcdURL+"/health", nil); err != nil {
+				return err
+			}
+			return etcdIsNamed(ctx, etcdURL, etcdName)
+		}
+	})
+	if err != nil {
 		return err
 	}
 	c.progress("etcd ready", began)
 
-	apiArgs := []string{
-		"--etcd-servers=" + etcdURL,
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + itoa(apiPort),
-		"--tls-cert-file=" + serving.certFile, "--tls-private-key-file=" + serving.keyFile,
-		"--client-ca-file=" + c.pki.file("ca.crt"),
-		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
-		"--service-cluster-ip-range=10.0.0.0/24",
-		"--authorization-mode=RBAC",
-		// With a loopback advertise address the endpoints reconciler fails:
-		// Endpoints refuse loopback IPs.
-		"--endpoint-reconciler-type=none",
-		"--allow-privileged=true",
-		"--cert-dir=" + filepath.Join(c.dir, "apiserver"),
-	}
-	apiArgs = append(apiArgs, "--feature-gates="+featureGates(c.opts.FeatureGates))
-	apiArgs = append(apiArgs, c.opts.APIServerArgs...)
-	if !c.opts.ControllerManager {
-		// No controller-manager creates the default ServiceAccount.
-		apiArgs = append(apiArgs, "--disable-admission-plugins=ServiceAccount")
-	}
-	c.api = c.process(BinAPIServer, apiArgs...)
-	c.restCfg = &rest.Config{
-		Host:            "https://127.0.0.1:" + itoa(apiPort),
-		TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caPEM, CertData: c.admin.certPEM, KeyData: c.admin.keyPEM},
-		QPS:             100,
-		Burst:           200,
-	}
-	if err := c.runAPIServer(ctx); err != nil {
+	_, _, err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
+		apiArgs := []string{
+			"--etcd-servers=" + c.etcdURL,
+			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + itoa(ports[0]),
+			"--tls-cert-file=" + serving.certFile, "--tls-private-key-file=" + serving.keyFile,
+			"--client-ca-file=" + c.pki.file("ca.crt"),
+			"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+			"--service-account-key-file=" + saPub, "--service-account-signing-key-file=" + saKey,
+			"--service-cluster-ip-range=10.0.0.0/24",
+			"--authorization-mode=RBAC",
+			// With a loopback advertise address the endpoints reconciler fails:
+			// Endpoints refuse loopback IPs.
+			"--endpoint-reconciler-type=none",
+			"--allow-privileged=true",
+			"--cert-dir=" + filepath.Join(c.dir, "apiserver"),
+		}
+		apiArgs = append(apiArgs, "--feature-gates="+featureGates(c.opts.FeatureGates))
+		apiArgs = append(apiArgs, c.opts.APIServerArgs...)
+		if !c.opts.ControllerManager {
+			// No controller-manager creates the default ServiceAccount.
+			apiArgs = append(apiArgs, "--disable-admission-plugins=ServiceAccount")
+		}
+		c.api = c.process(BinAPIServer, apiArgs...)
+		c.restCfg = &rest.Config{
+			Host:            "https://127.0.0.1:" + itoa(ports[0]),
+			TLSClientConfig: rest.TLSClientConfig{CAData: c.pki.caPEM, CertData: c.admin.certPEM, KeyData: c.admin.keyPEM},
+			QPS:             100,
+			Burst:           200,
+		}
+		return c.api, c.waitAPIServer
+	})
+	if err != nil {
 		return err
 	}
 	c.progress(c.apiServerName()+" ready at "+c.restCfg.Host, began)
@@ -214,30 +229,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 
 	if c.opts.ControllerManager {
-		kcm, err := c.component("system:kube-controller-manager", nil)
-		if err != nil {
+		if err := c.startControllerManager(ctx, saKey, began); err != nil {
 			return err
 		}
-		p := c.process(BinControllerManager,
-			"--kubeconfig="+kcm, "--authentication-kubeconfig="+kcm, "--authorization-kubeconfig="+kcm,
-			"--bind-address=127.0.0.1", "--secure-port="+itoa(kcmPort),
-			"--cert-dir="+filepath.Join(c.dir, "kube-controller-manager"),
-			"--controllers=*", "--leader-elect=false", "--use-service-account-credentials=true",
-			"--service-account-private-key-file="+saKey, "--root-ca-file="+c.pki.file("ca.crt"),
-			"--cluster-signing-cert-file="+c.pki.file("ca.crt"), "--cluster-signing-key-file="+c.pki.file("ca.key"))
-		if err := c.run(ctx, p, "https://127.0.0.1:"+itoa(kcmPort)+"/healthz", insecure()); err != nil {
-			return err
-		}
-		if err := c.waitDefaultServiceAccount(ctx); err != nil {
-			// The controller-manager's log says why: a controller that
-			// could not sync, or a process that died.
-			return fmt.Errorf("%w after %s; %w", err, time.Since(began).Round(time.Millisecond), p.failure("was running"))
-		}
-		c.progress("kube-controller-manager ready", began)
 	}
 
 	if c.opts.Scheduler {
-		if err := c.startScheduler(ctx, schedPort, began); err != nil {
+		if err := c.startScheduler(ctx, began); err != nil {
 			return err
 		}
 	}
@@ -340,14 +338,74 @@ func (c *Cluster) run(ctx context.Context, p *process, health string, tlsCfg *tl
 	return p.waitHealthy(ctx, health, tlsCfg)
 }
 
+// runAPIServer starts kube-apiserver again on its address, for
+// StartAPIServer.
 func (c *Cluster) runAPIServer(ctx context.Context) error {
+	if err := c.api.start(); err != nil {
+		return err
+	}
+	return c.waitAPIServer(ctx)
+}
+
+// waitAPIServer waits until kube-apiserver is ready. The check trusts the
+// cluster's CA only, so another cluster's API server on the port does not
+// pass it.
+func (c *Cluster) waitAPIServer(ctx context.Context) error {
 	cert, err := tls.X509KeyPair(c.admin.certPEM, c.admin.keyPEM)
 	if err != nil {
 		return fmt.Errorf("could not load the admin certificate: %w", err)
 	}
+	cfg := c.trusting()
+	cfg.Certificates = []tls.Certificate{cert}
+	return c.api.waitHealthy(ctx, c.restCfg.Host+"/readyz", cfg)
+}
+
+// startControllerManager starts kube-controller-manager and waits for the
+// default ServiceAccount it creates.
+func (c *Cluster) startControllerManager(ctx context.Context, saKey string, began time.Time) error {
+	kcm, err := c.component("system:kube-controller-manager", nil)
+	if err != nil {
+		return err
+	}
+	serving, err := c.pki.issue("kube-controller-manager-serving", nil, []string{"127.0.0.1", "localhost"})
+	if err != nil {
+		return err
+	}
+	_, _, err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
+		p := c.process(BinControllerManager,
+			"--kubeconfig="+kcm, "--authentication-kubeconfig="+kcm, "--authorization-kubeconfig="+kcm,
+			"--bind-address=127.0.0.1", "--secure-port="+itoa(ports[0]),
+			"--tls-cert-file="+serving.certFile, "--tls-private-key-file="+serving.keyFile,
+			"--cert-dir="+filepath.Join(c.dir, "kube-controller-manager"),
+			"--controllers=*", "--leader-elect=false", "--use-service-account-credentials=true",
+			"--service-account-private-key-file="+saKey, "--root-ca-file="+c.pki.file("ca.crt"),
+			"--cluster-signing-cert-file="+c.pki.file("ca.crt"), "--cluster-signing-key-file="+c.pki.file("ca.key"))
+		return p, func(ctx context.Context) error {
+			if err := p.waitHealthy(ctx, "https://127.0.0.1:"+itoa(ports[0])+"/healthz", c.trusting()); err != nil {
+				return err
+			}
+			if err := c.waitDefaultServiceAccount(ctx, p); err != nil {
+				// The controller-manager's log says why: a controller that
+				// could not sync, or a process that died.
+				return fmt.Errorf("%w after %s; %w", err, time.Since(began).Round(time.Millisecond), p.failure("was running"))
+			}
+			return nil
+		}
+	})
+	if err != nil {
+		return err
+	}
+	c.progress("kube-controller-manager ready", began)
+	return nil
+}
+
+// trusting returns a TLS client configuration that trusts the cluster's CA
+// alone: a component's health check passes only when the component itself
+// answers, not another cluster's on a port taken in between.
+func (c *Cluster) trusting() *tls.Config {
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(c.pki.caPEM)
-	return c.run(ctx, c.api, c.restCfg.Host+"/readyz", &tls.Config{RootCAs: roots, Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 }
 
 // component writes a kubeconfig for a control-plane component whose client
@@ -373,9 +431,10 @@ func (c *Cluster) writeKubeconfig(path, user string, kp keyPair) error {
 	return nil
 }
 
-// waitDefaultServiceAccount waits for the controller-manager to create the
-// default ServiceAccount, without which pods are refused.
-func (c *Cluster) waitDefaultServiceAccount(ctx context.Context) error {
+// waitDefaultServiceAccount waits for the controller-manager p to create
+// the default ServiceAccount, without which pods are refused. It stops
+// waiting when p exits.
+func (c *Cluster) waitDefaultServiceAccount(ctx context.Context, p *process) error {
 	client, err := kubernetes.NewForConfig(c.restCfg)
 	if err != nil {
 		return fmt.Errorf("could not create a client: %w", err)
@@ -391,6 +450,8 @@ func (c *Cluster) waitDefaultServiceAccount(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("the default ServiceAccount was not created in time: %w", context.Cause(ctx))
+		case <-p.done:
+			return errors.New("the default ServiceAccount was not created")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -422,10 +483,6 @@ func (c *Cluster) progress(step string, began time.Time) {
 
 // insecure is for the health endpoints of components serving self-signed
 // certificates on loopback.
-func insecure() *tls.Config {
-	return &tls.Config{InsecureSkipVerify: true} //nolint:gosec // loopback health check of a self-signed component
-}
-
 // featureGates is the --feature-gates value: the defaults (see
 // Options.FeatureGates) with set over them, sorted.
 func featureGates(set map[string]bool) string {

@@ -17,16 +17,26 @@ import (
 const KwokNodeAnnotation = "kwok.x-k8s.io/node"
 
 // startScheduler starts kube-scheduler and waits until it is healthy.
-func (c *Cluster) startScheduler(ctx context.Context, schedPort int, began time.Time) error {
+func (c *Cluster) startScheduler(ctx context.Context, began time.Time) error {
 	sched, err := c.component("system:kube-scheduler", nil)
 	if err != nil {
 		return err
 	}
-	p := c.process(BinScheduler,
-		"--kubeconfig="+sched, "--authentication-kubeconfig="+sched, "--authorization-kubeconfig="+sched,
-		"--bind-address=127.0.0.1", "--secure-port="+itoa(schedPort),
-		"--cert-dir="+filepath.Join(c.dir, "kube-scheduler"), "--leader-elect=false")
-	if err := c.run(ctx, p, "https://127.0.0.1:"+itoa(schedPort)+"/healthz", insecure()); err != nil {
+	serving, err := c.pki.issue("kube-scheduler-serving", nil, []string{"127.0.0.1", "localhost"})
+	if err != nil {
+		return err
+	}
+	_, _, err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
+		p := c.process(BinScheduler,
+			"--kubeconfig="+sched, "--authentication-kubeconfig="+sched, "--authorization-kubeconfig="+sched,
+			"--bind-address=127.0.0.1", "--secure-port="+itoa(ports[0]),
+			"--tls-cert-file="+serving.certFile, "--tls-private-key-file="+serving.keyFile,
+			"--cert-dir="+filepath.Join(c.dir, "kube-scheduler"), "--leader-elect=false")
+		return p, func(ctx context.Context) error {
+			return p.waitHealthy(ctx, "https://127.0.0.1:"+itoa(ports[0])+"/healthz", c.trusting())
+		}
+	})
+	if err != nil {
 		return err
 	}
 	c.progress("kube-scheduler ready", began)
@@ -36,44 +46,51 @@ func (c *Cluster) startScheduler(ctx context.Context, schedPort int, began time.
 // startNodes starts kwok, registers Options.Nodes fake nodes and waits
 // until they are Ready.
 func (c *Cluster) startNodes(ctx context.Context, began time.Time) error {
-	ports, err := freePorts(1)
-	if err != nil {
-		return err
-	}
-	kwok := c.process(BinKwok,
-		"--kubeconfig="+c.KubeconfigPath(),
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
-		"--server-address=127.0.0.1:"+itoa(ports[0]),
-		"--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
-		// Renew each node's Lease every 10s (a quarter of it): without it the
-		// heartbeat came every ~55s, past the controller manager's grace
-		// period, which marked the node NotReady and its pods not Ready for
-		// good, every minute (a test passed once, then failed on -count=3).
-		"--node-lease-duration-seconds=40")
-	if err := c.run(ctx, kwok, "http://127.0.0.1:"+itoa(ports[0])+"/healthz", nil); err != nil {
-		return err
-	}
-
 	client, err := kubernetes.NewForConfig(c.restCfg)
 	if err != nil {
 		return fmt.Errorf("could not create a client: %w", err)
 	}
-	for i := range c.opts.Nodes {
-		if _, err := client.CoreV1().Nodes().Create(ctx, fakeNode(fmt.Sprintf("kwok-node-%d", i)), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("could not create a fake node: %w", err)
+	_, _, err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
+		kwok := c.process(BinKwok,
+			"--kubeconfig="+c.KubeconfigPath(),
+			"--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector="+KwokNodeAnnotation+"=fake",
+			"--server-address=127.0.0.1:"+itoa(ports[0]),
+			"--cidr=10.244.0.0/16", "--node-ip=127.0.0.1",
+			// Renew each node's Lease every 10s (a quarter of it): without it the
+			// heartbeat came every ~55s, past the controller manager's grace
+			// period, which marked the node NotReady and its pods not Ready for
+			// good, every minute (a test passed once, then failed on -count=3).
+			"--node-lease-duration-seconds=40")
+		// kwok's health check is plain HTTP, which another process on the
+		// port can answer: the nodes becoming Ready is the check that it is
+		// kwok, and kwok exiting (its port taken) ends the wait.
+		return kwok, func(ctx context.Context) error {
+			if err := kwok.waitHealthy(ctx, "http://127.0.0.1:"+itoa(ports[0])+"/healthz", nil); err != nil {
+				return err
+			}
+			for i := range c.opts.Nodes {
+				if _, err := client.CoreV1().Nodes().Create(ctx, fakeNode(fmt.Sprintf("kwok-node-%d", i)), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+					return fmt.Errorf("could not create a fake node: %w", err)
+				}
+			}
+			for {
+				nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+				if err == nil && countReady(nodes.Items) >= c.opts.Nodes {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return kwok.failure(fmt.Sprintf("did not make %d nodes Ready in time", c.opts.Nodes))
+				case <-kwok.done:
+					return kwok.failure(fmt.Sprintf("before it made %d nodes Ready", c.opts.Nodes))
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
 		}
-	}
-	for {
-		nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-		if err == nil && countReady(nodes.Items) >= c.opts.Nodes {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return kwok.failure(fmt.Sprintf("did not make %d nodes Ready in time", c.opts.Nodes))
-		case <-time.After(50 * time.Millisecond):
-		}
+	})
+	if err != nil {
+		return err
 	}
 	c.progress(fmt.Sprintf("%d kwok nodes ready", c.opts.Nodes), began)
 	return nil

@@ -3,7 +3,10 @@ package envtest
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -25,15 +28,19 @@ type process struct {
 	args    []string
 	logFile string
 
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the process exited
-	err  error         // its exit error, once done is closed
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the process exited
+	err      error         // its exit error, once done is closed
+	logStart int64         // the log's size when this run began
 }
 
 func (p *process) start() error {
 	log, err := os.OpenFile(p.logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return fmt.Errorf("could not open the %s log: %w", p.name, err)
+	}
+	if fi, err := log.Stat(); err == nil {
+		p.logStart = fi.Size()
 	}
 	cmd := exec.Command(p.path, p.args...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -141,8 +148,8 @@ func toBytes(ss []string) [][]byte {
 }
 
 // freePorts returns n distinct free TCP ports on 127.0.0.1. The listeners
-// are closed before returning, so another process could take a port in
-// between; Start reports that as a start-up failure with the log.
+// are closed before returning, so another process can take a port before
+// the component binds it: startOnFreePorts starts it again on others.
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener
@@ -160,6 +167,100 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// portAttempts bounds how often a component is started again because a
+// port picked for it was taken.
+const portAttempts = 5
+
+// errNotOurs says a health check was answered by another process on the
+// port: the component could not bind it.
+var errNotOurs = errors.New("another process answers on its port")
+
+// startOnFreePorts picks n free ports, starts the process build makes for
+// them, and runs the ready check build returns. A port is free when picked,
+// but another process can take it before the component binds it: clusters
+// start side by side in `make test`, and clients take their ephemeral ports
+// from the same range. The component then exits saying the address is in
+// use, or the ready check finds another process answering; either way it
+// is started again on other ports, up to portAttempts times. It returns the
+// ports and the process that passed its check.
+func (c *Cluster) startOnFreePorts(ctx context.Context, began time.Time, n int, build func(ports []int) (*process, func(context.Context) error)) ([]int, *process, error) {
+	pick := freePorts
+	if c.opts.pickPorts != nil {
+		pick = c.opts.pickPorts
+	}
+	for attempt := 1; ; attempt++ {
+		ports, err := pick(n)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, ready := build(ports)
+		if err := p.start(); err != nil {
+			return nil, nil, err
+		}
+		err = ready(ctx)
+		if err == nil {
+			return ports, p, nil
+		}
+		taken := errors.Is(err, errNotOurs) || p.exitedOnTakenPort()
+		if !taken || attempt == portAttempts || ctx.Err() != nil {
+			return nil, nil, err
+		}
+		p.stop(3 * time.Second)
+		c.progress(fmt.Sprintf("%s: ports %v were taken before it bound them; starting it on others", p.name, ports), began)
+	}
+}
+
+// exitedOnTakenPort reports whether the process exited because an address
+// it was to listen on was in use, as its log says.
+func (p *process) exitedOnTakenPort() bool {
+	if p.done == nil || p.running() {
+		return false
+	}
+	b, err := os.ReadFile(p.logFile)
+	if err != nil || int64(len(b)) < p.logStart {
+		return false
+	}
+	return bytes.Contains(b[p.logStart:], []byte("address already in use"))
+}
+
+// etcdIsNamed checks that the etcd answering at url is the member named
+// name, through etcd's JSON gateway: another cluster's etcd on a port taken
+// in between answers /health too. It wraps errNotOurs when it is not.
+func etcdIsNamed(ctx context.Context, url, name string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v3/cluster/member/list", strings.NewReader("{}"))
+	if err != nil {
+		return fmt.Errorf("could not build a member list request: %w", err)
+	}
+	client := &http.Client{Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("%w: could not list etcd's members at %s: %w", errNotOurs, url, err)
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Members []struct {
+			Name string `json:"name"`
+		} `json:"members"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
+		return fmt.Errorf("%w: could not read etcd's members at %s (%s): %w", errNotOurs, url, resp.Status, err)
+	}
+	for _, m := range list.Members {
+		if m.Name == name {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: etcd at %s has no member %s (%+v)", errNotOurs, url, name, list.Members)
+}
+
+// randomHex returns n random bytes in hexadecimal.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // ErrBinariesMissing is wrapped by Start's error when a control-plane

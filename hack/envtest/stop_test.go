@@ -17,8 +17,8 @@ func TestStopKillsEveryProcessAndRemovesTheDirectory(t *testing.T) {
 	for _, p := range c.procs {
 		pids = append(pids, p.cmd.Process.Pid)
 	}
-	if len(pids) != 2 {
-		t.Fatalf("got %d processes, want etcd and kube-apiserver", len(pids))
+	if len(pids) < 2 {
+		t.Fatalf("got %d processes, want etcd and kube-apiserver (and any started again on another port)", len(pids))
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
