@@ -61,9 +61,6 @@ type Options struct {
 	// ShardedListAndWatch (alpha, for package sharding's server-side mode)
 	// is on. Set it false to see what a cluster without it does.
 	FeatureGates map[string]bool
-
-	// pickPorts replaces freePorts, for tests of a port taken in between.
-	pickPorts func(n int) ([]int, error)
 }
 
 // endregion: options
@@ -78,6 +75,9 @@ type Cluster struct {
 	pki     *pki
 	admin   keyPair
 	restCfg *rest.Config
+
+	// pickPorts returns n free ports: freePorts, or a test's.
+	pickPorts func(n int) ([]int, error)
 
 	mu      sync.Mutex
 	procs   []*process // in start order
@@ -102,6 +102,12 @@ const (
 // started is stopped again. Errors wrap ErrBinariesMissing when a binary is
 // missing.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	return startPicking(ctx, opts, freePorts)
+}
+
+// startPicking is Start with the ports pick returns, for tests of a port
+// taken between the pick and the bind.
+func startPicking(ctx context.Context, opts Options, pick func(n int) ([]int, error)) (*Cluster, error) {
 	if opts.Nodes > 0 {
 		opts.ControllerManager, opts.Scheduler = true, true
 	}
@@ -122,7 +128,7 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{opts: opts, binDir: binDir, dir: opts.Dir}
+	c := &Cluster{opts: opts, binDir: binDir, dir: opts.Dir, pickPorts: pick}
 	if c.dir == "" {
 		if c.dir, err = os.MkdirTemp("", "kooper-devcluster-"); err != nil {
 			return nil, fmt.Errorf("could not create the cluster directory: %w", err)

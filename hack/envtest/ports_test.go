@@ -75,7 +75,7 @@ func TestAComponentWhosePortIsTakenStartsOnAnother(t *testing.T) {
 			var mu sync.Mutex
 			calls := 0
 			opts := tc.opts
-			opts.pickPorts = func(n int) ([]int, error) {
+			pick := func(n int) ([]int, error) {
 				ports, err := freePorts(n)
 				mu.Lock()
 				defer mu.Unlock()
@@ -86,7 +86,7 @@ func TestAComponentWhosePortIsTakenStartsOnAnother(t *testing.T) {
 			}
 			var progress syncBuffer
 			opts.Progress = &progress
-			c, err := Start(context.Background(), opts)
+			c, err := startPicking(context.Background(), opts, pick)
 			if err != nil {
 				t.Fatalf("Start with %s's first port taken: %v", tc.component, err)
 			}

@@ -186,12 +186,8 @@ var errNotOurs = errors.New("another process answers on its port")
 // is started again on other ports, up to portAttempts times. It returns the
 // ports and the process that passed its check.
 func (c *Cluster) startOnFreePorts(ctx context.Context, began time.Time, n int, build func(ports []int) (*process, func(context.Context) error)) ([]int, *process, error) {
-	pick := freePorts
-	if c.opts.pickPorts != nil {
-		pick = c.opts.pickPorts
-	}
 	for attempt := 1; ; attempt++ {
-		ports, err := pick(n)
+		ports, err := c.pickPorts(n)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -87,88 +87,176 @@ func makeArgs(args ...string) []string {
 	return append([]string{"make", "--no-print-directory"}, args...)
 }
 
-// A newcomer's journey, on a copy of this repository (never written):
-// scaffold three operators of their own, rename the module and the API
-// groups' suffix (the scaffolds' with the rest). Then no file but the
-// license and the history names the old module, suffix or registry; lint,
-// the generated-code check, the unit tests and every operator's
-// integration tests pass, the pod-terminator's two API versions convert
-// on the control plane under their new names; then the pod-terminator is
-// removed, and the manifests tests and make run pass, with no hand edit in
-// between. Last, the scaffolds are removed as the sample was, and the tree
-// is green again and holds nothing of theirs. Each piece of work is done
-// once: make lint, verify-generate and the root module's unit tests cover
-// the scaffolds as every operator (gofmt, vet, golangci-lint, their unit
-// tests, the check that each operator is complete).
-func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
-	if testing.Short() {
-		t.Skip("scaffolds, renames, removes and runs make test's checks: a quarter of an hour")
-	}
-	start := time.Now()
-	root := worktree.Copy(t)
-	oldModule, oldSuffix, oldName := oldNames(t, root)
-	if !strings.Contains(oldModule, oldName) {
-		t.Fatalf("module path %s does not hold %q, the API groups' suffix %s's first label: the check below would miss it", oldModule, oldName, oldSuffix)
-	}
-	// The copy has no bin/: the control plane is this repository's, unless
-	// the environment names one.
-	env := os.Environ()
-	if os.Getenv(envtest.EnvBinDir) == "" {
-		bin := filepath.Join(worktree.Root(t), "bin")
-		if _, err := os.Stat(filepath.Join(bin, envtest.BinAPIServer)); err == nil {
-			env = append(env, envtest.EnvBinDir+"="+bin)
-		}
-	}
-
+// journey is what a journey's steps share: the copy, its environment, and
+// the names the scaffolds and the old tree write.
+type journey struct {
+	root                          string
+	env                           []string
+	oldModule, oldSuffix, oldName string
+	scaffolds                     []scaffold
 	// What the scaffolds write, in every form a file may name them: the
 	// operator, its API group and its Go packages. This package's files
 	// name them too (and are no scaffold's).
-	var scaffoldNames, readmes, handlers, handlersOK, imports, integration, integrationOK, rendered, ready []string
-	for _, s := range scaffolds {
-		scaffoldNames = append(scaffoldNames, "-e", s.name, "-e", s.group(), "-e", module+"/apis/"+s.short)
-		readmes = append(readmes, "operators/"+s.name+"/README.md")
-		handlers = append(handlers, "./operators/"+s.name+"/internal/handler")
-		handlersOK = append(handlersOK, "ok  \t"+module+"/operators/"+s.name+"/internal/handler")
-		imports = append(imports, module+"/apis/"+s.short+"/v1alpha1")
-		integration = append(integration, "./operators/"+s.name+"/integration")
-		integrationOK = append(integrationOK, "ok  \t"+module+"/operators/"+s.name+"/integration")
-		rendered = append(rendered, "--- PASS: TestEachOperatorRendersWhatItNeedsAndNothingElse/"+s.name+" ")
-		ready = append(ready, s.name+": the example operators/"+s.name+"/example.yaml is Ready")
-	}
-	grepScaffolds := func(flags ...string) []string {
-		args := append([]string{"git", "grep"}, flags...)
-		return append(append(args, scaffoldNames...), "--", ":!hack/template/integration")
-	}
+	names []string
+}
 
-	// 1. Three operators of your own, scaffolded under the old names (a
-	// team that starts writing before it renames)...
-	var steps []step
+// newJourney copies this repository and reads its old names.
+func newJourney(t *testing.T, scaffolds []scaffold) *journey {
+	t.Helper()
+	j := &journey{root: worktree.Copy(t), scaffolds: scaffolds}
+	j.oldModule, j.oldSuffix, j.oldName = oldNames(t, j.root)
+	if !strings.Contains(j.oldModule, j.oldName) {
+		t.Fatalf("module path %s does not hold %q, the API groups' suffix %s's first label: the check below would miss it", j.oldModule, j.oldName, j.oldSuffix)
+	}
+	// The copy has no bin/: the control plane is this repository's, unless
+	// the environment names one.
+	j.env = os.Environ()
+	if os.Getenv(envtest.EnvBinDir) == "" {
+		bin := filepath.Join(worktree.Root(t), "bin")
+		if _, err := os.Stat(filepath.Join(bin, envtest.BinAPIServer)); err == nil {
+			j.env = append(j.env, envtest.EnvBinDir+"="+bin)
+		}
+	}
 	for _, s := range scaffolds {
-		args := []string{"go", "run", "./hack/newoperator", "-name", s.name, "-group", s.short + "." + oldSuffix, "-kind", s.kind, "-scope", s.scope}
+		j.names = append(j.names, "-e", s.name, "-e", s.group(), "-e", module+"/apis/"+s.short)
+	}
+	return j
+}
+
+// grepScaffolds is git grep with flags for every name of the scaffolds.
+func (j *journey) grepScaffolds(flags ...string) []string {
+	args := append([]string{"git", "grep"}, flags...)
+	return append(append(args, j.names...), "--", ":!hack/template/integration")
+}
+
+// scaffoldAndRename is the journey's start: the scaffolds, written under
+// the old names (a team that starts writing before it renames), then
+// renamed with the rest, their groups and imports too; then no file but
+// the license and the history names the old module, suffix or registry.
+func (j *journey) scaffoldAndRename() []step {
+	var steps []step
+	var readmes, handlers, imports []string
+	for _, s := range j.scaffolds {
+		args := []string{"go", "run", "./hack/newoperator", "-name", s.name, "-group", s.short + "." + j.oldSuffix, "-kind", s.kind, "-scope", s.scope}
 		if s.owns != "" {
 			args = append(args, "-owns", s.owns)
 		}
 		steps = append(steps, step{name: "scaffold " + s.name + " (" + s.scope + ", owning " + cmp.Or(s.owns, "nothing") + ")", args: args,
 			want: []string{"operator " + s.name + " is ready"}})
+		readmes = append(readmes, "operators/"+s.name+"/README.md")
+		handlers = append(handlers, "./operators/"+s.name+"/internal/handler")
+		imports = append(imports, module+"/apis/"+s.short+"/v1alpha1")
 	}
-	// 2. ...then renamed with the rest: their groups and imports too.
-	steps = append(steps, step{name: "rename the module and the API groups' suffix", args: makeArgs("rename", "MODULE="+module, "GROUP_SUFFIX="+groupSuffix),
-		want:    []string{"module path: " + oldModule + " -> " + module, "API group suffix: " + oldSuffix + " -> " + groupSuffix, "renamed;"},
-		wantNot: []string{"still hold an old name"}})
-	steps = append(steps,
+	return append(steps,
+		step{name: "rename the module and the API groups' suffix", args: makeArgs("rename", "MODULE="+module, "GROUP_SUFFIX="+groupSuffix),
+			want:    []string{"module path: " + j.oldModule + " -> " + module, "API group suffix: " + j.oldSuffix + " -> " + groupSuffix, "renamed;"},
+			wantNot: []string{"still hold an old name"}},
 		step{name: "the scaffolds import the renamed module's API packages",
 			args: append([]string{"go", "list", "-f", "{{.ImportPath}}: {{join .Imports \" \"}}"}, handlers...),
 			want: imports},
-		// 3. git grep searches what git tracks: a repository of the copy.
+		// git grep searches what git tracks: a repository of the copy.
 		step{name: "git init", args: []string{"git", "init", "-q"}},
 		step{name: "git add", args: []string{"git", "add", "-A"}},
 		step{name: "no old name is left but in the license and the history (the scaffolds' files included)", empty: true,
-			args: []string{"git", "grep", "-n", "-F", "-e", oldName, "-e", oldModule, "-e", oldSuffix,
-				"-e", regexp.QuoteMeta(oldSuffix), "-e", strings.ReplaceAll(regexp.QuoteMeta(oldSuffix), `\`, `\\`),
+			args: []string{"git", "grep", "-n", "-F", "-e", j.oldName, "-e", j.oldModule, "-e", j.oldSuffix,
+				"-e", regexp.QuoteMeta(j.oldSuffix), "-e", strings.ReplaceAll(regexp.QuoteMeta(j.oldSuffix), `\`, `\\`),
 				"--", ":!LICENSE", ":!CHANGELOG.md"}},
 		// What the last step looks for is there now, or it would prove
 		// nothing.
-		step{name: "the scaffolds are in the tree", args: grepScaffolds("-l", "-F"), want: readmes},
+		step{name: "the scaffolds are in the tree", args: j.grepScaffolds("-l", "-F"), want: readmes},
+	)
+}
+
+// removeScaffolds is the journey's end: the scaffolds go as a sample goes,
+// and leave a green tree: what make generate writes, the root module's
+// build and vet, and the unit tests that list the operators.
+func (j *journey) removeScaffolds() []step {
+	var steps []step
+	for _, s := range j.scaffolds {
+		steps = append(steps, step{name: "remove " + s.name, args: makeArgs("remove-operator", "NAME="+s.name),
+			want: []string{"remove apis/" + s.short + " (its API group " + s.group() + ")", "operator " + s.name + " is removed"}})
+	}
+	return append(steps,
+		step{name: "gofmt after the removals", args: []string{"gofmt", "-l", "."}, empty: true},
+		step{name: "generated code, CRDs, dashboards and docs are up to date after the removals", args: makeArgs("verify-generate")},
+		step{name: "the root module builds after the removals", args: []string{"go", "build", "./..."}},
+		step{name: "and vets", args: []string{"go", "vet", "./..."}},
+		// Each lists the operators from the tree: each is complete, builds
+		// as make build does, can be removed, has its docs index line and
+		// dashboard.
+		step{name: "the unit tests that list the operators", args: []string{"go", "test", "-count=1",
+			"./operators/", "./hack/build/", "./hack/docs/", "./hack/internal/inventory/"}},
+		step{name: "the dashboards' unit tests, which list them too", args: []string{"go", "-C", "grafana", "test", "-count=1", "./internal/dashboards/"}},
+		step{name: "git add after the removals", args: []string{"git", "add", "-A"}},
+		step{name: "nothing of the scaffolds is left", args: j.grepScaffolds("-n", "-F"), empty: true},
+	)
+}
+
+// TestARenamedScaffoldBuildsAndGoes is make test's short journey, the
+// full one's start and end (TestTheJourneyToARepositoryOfYourOwn, make
+// test-journey, which CI runs too): on a copy of this repository, one
+// operator scaffolded under the old names, the tree renamed; no file but
+// the license and the history names the old module, suffix or registry,
+// the generated code is up to date, the root module vets, and the
+// scaffold's unit tests and those that list the operators pass. Then the
+// scaffold is removed, and the tree is green again and holds nothing of
+// it.
+func TestARenamedScaffoldBuildsAndGoes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scaffolds, renames and removes, on a copy of the repository: minutes")
+	}
+	start := time.Now()
+	s := scaffolds[0]
+	j := newJourney(t, []scaffold{s})
+	steps := j.scaffoldAndRename()
+	steps = append(steps,
+		step{name: "generated code, CRDs, dashboards and docs are up to date", args: makeArgs("verify-generate")},
+		// Every package of the root module compiles renamed, its tests
+		// included: make lint's type check, without its minutes.
+		step{name: "the root module vets", args: []string{"go", "vet", "./..."}},
+		step{name: "the scaffold's unit tests and those that list the operators", args: []string{"go", "test", "-count=1",
+			"./operators/" + s.name + "/internal/...", "./operators/", "./hack/build/", "./hack/internal/inventory/"},
+			want: []string{"ok  \t" + module + "/operators/" + s.name + "/internal/handler"}},
+	)
+	steps = append(steps, j.removeScaffolds()...)
+	j.run(t, steps)
+	t.Logf("the short journey took %s", time.Since(start).Round(time.Second))
+}
+
+// TestTheJourneyToARepositoryOfYourOwn is a newcomer's whole journey, on a
+// copy of this repository (never written): scaffold three operators of
+// their own, rename the module and the API groups' suffix (the scaffolds'
+// with the rest). Then no file but the license and the history names the
+// old module, suffix or registry; lint, the generated-code check, the unit
+// tests and every operator's integration tests pass, the pod-terminator's
+// two API versions convert on the control plane under their new names;
+// then the pod-terminator is removed, and the manifests tests and make run
+// pass, with no hand edit in between. Last, the scaffolds are removed as
+// the sample was, and the tree is green again and holds nothing of theirs.
+// Each piece of work is done once: make lint, verify-generate and the root
+// module's unit tests cover the scaffolds as every operator (gofmt, vet,
+// golangci-lint, their unit tests, the check that each operator is
+// complete). It takes a quarter of an hour: make test-journey runs it, and
+// CI after make test.
+func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scaffolds, renames, removes and runs make test's checks: a quarter of an hour")
+	}
+	start := time.Now()
+	j := newJourney(t, scaffolds)
+	var handlersOK, integration, integrationOK, rendered, ready []string
+	for _, s := range scaffolds {
+		handlersOK = append(handlersOK, "ok  \t"+module+"/operators/"+s.name+"/internal/handler")
+		integration = append(integration, "./operators/"+s.name+"/integration")
+		integrationOK = append(integrationOK, "ok  \t"+module+"/operators/"+s.name+"/integration")
+		rendered = append(rendered, "--- PASS: TestEachOperatorRendersWhatItNeedsAndNothingElse/"+s.name+" ")
+		ready = append(ready, s.name+": the example operators/"+s.name+"/example.yaml is Ready")
+	}
+
+	// 1 to 3. Three operators of your own, scaffolded under the old
+	// names, then renamed with the rest; no old name is left.
+	steps := j.scaffoldAndRename()
+	steps = append(steps,
 		// 4. make test's checks of the whole tree: the scaffolds' gofmt,
 		// vet, lint, unit tests and completeness (./operators/) with the
 		// rest.
@@ -224,33 +312,21 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 			want:    append([]string{"Tenant demo is Ready", "removed the demo of multi-resource", "stopping the local control plane"}, ready...),
 			wantNot: []string{"[pod-terminator]"}},
 	)
-	// 8. The scaffolds go as the sample went, and leave a green tree:
-	// what make generate writes, the root module's build and vet, and the
-	// unit tests that list the operators.
-	for _, s := range scaffolds {
-		steps = append(steps, step{name: "remove " + s.name, args: makeArgs("remove-operator", "NAME="+s.name),
-			want: []string{"remove apis/" + s.short + " (its API group " + s.group() + ")", "operator " + s.name + " is removed"}})
-	}
-	steps = append(steps,
-		step{name: "gofmt after the removals", args: []string{"gofmt", "-l", "."}, empty: true},
-		step{name: "generated code, CRDs, dashboards and docs are up to date after the removals", args: makeArgs("verify-generate")},
-		step{name: "the root module builds after the removals", args: []string{"go", "build", "./..."}},
-		step{name: "and vets", args: []string{"go", "vet", "./..."}},
-		// Each lists the operators from the tree: each is complete, builds
-		// as make build does, can be removed, has its docs index line and
-		// dashboard.
-		step{name: "the unit tests that list the operators", args: []string{"go", "test", "-count=1",
-			"./operators/", "./hack/build/", "./hack/docs/", "./hack/internal/inventory/"}},
-		step{name: "the dashboards' unit tests, which list them too", args: []string{"go", "-C", "grafana", "test", "-count=1", "./internal/dashboards/"}},
-		step{name: "git add after the removals", args: []string{"git", "add", "-A"}},
-		step{name: "nothing of the scaffolds is left", args: grepScaffolds("-n", "-F"), empty: true},
-	)
+	// 8. The scaffolds go as the sample went.
+	steps = append(steps, j.removeScaffolds()...)
+	j.run(t, steps)
+	t.Logf("the journey took %s", time.Since(start).Round(time.Second))
+}
 
+// run runs the steps in order at the copy's root, and stops at the first
+// that fails.
+func (j *journey) run(t *testing.T, steps []step) {
+	t.Helper()
 	for _, step := range steps {
 		began := time.Now()
 		cmd := exec.Command(step.args[0], step.args[1:]...)
-		cmd.Dir = root
-		cmd.Env = env
+		cmd.Dir = j.root
+		cmd.Env = j.env
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		err := cmd.Run()
@@ -286,5 +362,4 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("the journey took %s", time.Since(start).Round(time.Second))
 }
