@@ -118,8 +118,8 @@ WS_TEST := $(WS) $(GO) test -exec 'env -u GOWORK'
 # integration, plus envtest's own and make run's. Everything else is a unit
 # test.
 INTEGRATION_PATTERN := /integration$$|/hack/envtest$$|/hack/run$$
-# LONGEST_FIRST are the integration packages that take longest (five to
-# seven minutes each): test-integration starts them first.
+# LONGEST_FIRST are the integration packages that take longest (two and a
+# half to seven minutes each): test-integration starts them first.
 LONGEST_FIRST := /docs/integration$$|/operators/pod-terminator/integration$$|/hack/template/integration$$
 # JOURNEY is the newcomer's whole journey (hack/template/integration): about
 # a quarter of an hour, so make test runs its short version and leaves it
