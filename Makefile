@@ -125,6 +125,13 @@ LONGEST_FIRST := /docs/integration$$|/operators/pod-terminator/integration$$|/ha
 # a quarter of an hour, so make test runs its short version and leaves it
 # to make test-journey, which CI runs after make test.
 JOURNEY := TestTheJourneyToARepositoryOfYourOwn
+# UPGRADE is the pod-terminator's upgrade from its last release before
+# v1beta1, built from this repository's history (manifests/integration):
+# a few minutes, and a clone without the history cannot run it, so make
+# test-upgrade runs it, which CI runs after make test.
+UPGRADE := TestAnUpgradeLosesNothing
+# LONG are the tests make test leaves to the targets above.
+LONG := ^($(JOURNEY)|$(UPGRADE))$$
 # grafana/ is its own module (the PromQL parser and the image packages stay
 # out of the library's go.mod).
 GRAFANA := cd grafana &&
@@ -153,7 +160,7 @@ test-integration: build prometheus workspace ## Integration tests against a loca
 	@# go test runs two packages at a time, in the order given: the longest
 	@# go first, so that the short ones fill the slots at the end. The
 	@# newcomer's whole journey is make test-journey's.
-	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=1 -timeout 30m -skip '^$(JOURNEY)$$' $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -E '$(LONGEST_FIRST)'; $(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -v -E '$(LONGEST_FIRST)')
+	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=1 -timeout 30m -skip '$(LONG)' $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -E '$(LONGEST_FIRST)'; $(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -v -E '$(LONGEST_FIRST)')
 	@# Then, side by side, three runs on control planes of their own (their
 	@# binaries are built above), hack/image's tests and SIDE_BY_SIDE (make
 	@# test adds the benchmarks' smoke tests): most of their time is waiting
@@ -165,6 +172,13 @@ test-integration: build prometheus workspace ## Integration tests against a loca
 test-journey: prometheus workspace ## The newcomer's whole journey on a copy of this repository (about 15 minutes; CI runs it after make test, which runs a short one): three operators scaffolded, the tree renamed, lint, the unit tests, every operator's integration tests, the sample removed, make run, the scaffolds removed.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=1 -timeout 60m -run '^$(JOURNEY)$$' ./hack/template/integration
+
+# +kooper:operator-begin=pod-terminator
+.PHONY: test-upgrade
+test-upgrade: prometheus workspace ## The pod-terminator upgraded from its last release before v1beta1 (built from this repository's history) to this tree under procnode, as make upgrade does, while a writer writes through both versions: nothing refused, lost or handled twice at once (a few minutes; CI runs it after make test).
+	@$(MAKE) --no-print-directory controlplane
+	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -count=1 -timeout 30m -run '^$(UPGRADE)$$' ./manifests/integration
+# +kooper:operator-end=pod-terminator
 
 # _test-image runs hack/image's tests (its own module): they render
 # manifests with bin/kubectl, linked by test-integration.
@@ -190,7 +204,7 @@ REPEAT ?= 3
 .PHONY: test-repeat
 test-repeat: build prometheus workspace ## Every integration test REPEAT times (3) against its package's one local control plane, as a flake hunt needs (about an hour): catches tests that depend on a fresh cluster.
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
-	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=$(REPEAT) -p 1 -timeout 60m -skip '^$(JOURNEY)$$' $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)')
+	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=$(REPEAT) -p 1 -timeout 60m -skip '$(LONG)' $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)')
 	$(GRAFANA) CGO_ENABLED=1 $(GO) test $(TESTFLAGS) -count=$(REPEAT) -timeout 30m ./integration
 
 # The version-skew run: the library's own integration tests against the
@@ -375,6 +389,10 @@ image-push: check-operator ## Build and push an image per OPERATOR without Docke
 .PHONY: deploy
 deploy: check-operator ## kubectl apply -k manifests/<operator> per OPERATOR (default every operator) to the current context, with the image set to IMG or IMAGE_REGISTRY/<operator>:VERSION.
 	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh deploy $$op "$(image)"; done
+
+.PHONY: upgrade
+upgrade: check-operator ## Upgrade OPERATOR (default every operator) in the current context to this tree's release, in the order that refuses no call: all but its CRDs, the rollout, then its CRDs (a webhook conversion's CA bundle copied in); then make migrate-storage if a storage version changed (docs/deploy.md).
+	@for op in $(OPERATOR); do KUBECTL="$(KUBECTL)" manifests/deploy.sh upgrade $$op "$(image)"; done
 
 .PHONY: undeploy
 undeploy: check-operator ## Remove OPERATOR (default every operator) from the current context: its custom resources first (while it can finalize them), then the operator, then its CRDs.

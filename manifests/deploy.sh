@@ -6,6 +6,7 @@
 #
 #   manifests/deploy.sh render   OPERATOR [IMAGE]   print what deploy applies
 #   manifests/deploy.sh deploy   OPERATOR [IMAGE]   kubectl apply -k
+#   manifests/deploy.sh upgrade  OPERATOR [IMAGE]   a new release: all but CRDs, rollout, CRDs
 #   manifests/deploy.sh undeploy OPERATOR           custom resources, operator, CRDs
 #
 # OPERATOR is a directory of manifests/ with a kustomization.yaml
@@ -17,11 +18,13 @@
 # entry renames the image the operator's directory renders.
 #
 # Environment: KUBECTL (default kubectl), UNDEPLOY_TIMEOUT (default 2m: how
-# long undeploy waits for the operator to finalize its custom resources).
+# long undeploy waits for the operator to finalize its custom resources),
+# UPGRADE_TIMEOUT (default 5m: how long upgrade waits for the rollout).
 set -euo pipefail
 
 KUBECTL="${KUBECTL:-kubectl}"
 UNDEPLOY_TIMEOUT="${UNDEPLOY_TIMEOUT:-2m}"
+UPGRADE_TIMEOUT="${UPGRADE_TIMEOUT:-5m}"
 MANIFESTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)"
 
 die() {
@@ -30,7 +33,7 @@ die() {
 }
 
 usage() {
-	die "usage: deploy.sh render|deploy OPERATOR [IMAGE] | undeploy OPERATOR"
+	die "usage: deploy.sh render|deploy|upgrade OPERATOR [IMAGE] | undeploy OPERATOR"
 }
 
 # operator_dir OPERATOR: the operator's kustomization directory.
@@ -111,6 +114,64 @@ deploy() {
 	echo "${op} deployed; follow its rollout with: ${KUBECTL} rollout status -n kooper-${op} deployment/${op}"
 }
 
+# upgrade applies a new release of an installed operator in the order that
+# refuses no call (docs/deploy.md): first everything but its CRDs, and waits
+# until the new Deployment's replicas are all Ready, serving the admission
+# and conversion webhooks; then its CRDs. A CRD whose conversion is by
+# webhook gets, in the same apply, the CA bundle the operator already wrote
+# into its ValidatingWebhookConfiguration (one CA signs both): with an empty
+# one, every conversion would fail until the operator wrote it. Then
+# migrate what is stored (make migrate-storage).
+upgrade() (
+	local op="$1" image="${2:-}" tmp
+	echo "upgrading ${op}${image:+ to image ${image}}"
+	tmp="$(mktemp -d)"
+	# shellcheck disable=SC2064 # expand tmp now
+	trap "rm -rf '${tmp}'" EXIT
+	render "${op}" "${image}" >"${tmp}/all.yaml"
+	# One file per CRD (crd-N.yaml), the rest together (rest.yaml); the
+	# names of the ValidatingWebhookConfigurations (webhooks).
+	awk -v dir="${tmp}" '
+		function flush() {
+			if (doc == "") return
+			if (kind == "CustomResourceDefinition") { n++; printf "%s", doc > (dir "/crd-" n ".yaml") }
+			else { printf "---\n%s", doc > (dir "/rest.yaml") }
+			if (kind == "ValidatingWebhookConfiguration") print name > (dir "/webhooks")
+			doc = ""; kind = ""; name = ""; inmeta = 0
+		}
+		/^---$/ { flush(); next }
+		{ doc = doc $0 "\n" }
+		/^kind: / { kind = $2 }
+		/^metadata:/ { inmeta = 1; next }
+		/^[^ ]/ { inmeta = 0 }
+		inmeta && /^  name: / && name == "" { name = $2 }
+		END { flush() }
+	' "${tmp}/all.yaml"
+	[[ -f "${tmp}/rest.yaml" ]] || die "${op} renders nothing but CRDs"
+	"${KUBECTL}" apply -f "${tmp}/rest.yaml"
+	echo "waiting for every replica of the new ${op} to be Ready (at most ${UPGRADE_TIMEOUT})"
+	"${KUBECTL}" rollout status -n "kooper-${op}" "deployment/${op}" --timeout="${UPGRADE_TIMEOUT}"
+	local ca="" vwc
+	if [[ -f "${tmp}/webhooks" ]]; then
+		while IFS= read -r vwc; do
+			ca="$("${KUBECTL}" get validatingwebhookconfiguration "${vwc}" -o jsonpath='{.webhooks[0].clientConfig.caBundle}')"
+			[[ -n "${ca}" ]] && break
+		done <"${tmp}/webhooks"
+	fi
+	local crd
+	for crd in "${tmp}"/crd-*.yaml; do
+		[[ -e "${crd}" ]] || continue
+		if grep -q '^    strategy: Webhook$' "${crd}"; then
+			[[ -n "${ca}" ]] || die "${op}'s CRD converts by webhook, but no ValidatingWebhookConfiguration of ${op} holds a CA bundle yet: is ${op} running?"
+			"${KUBECTL}" patch --local -f "${crd}" --type=json -o yaml \
+				-p "[{\"op\": \"add\", \"path\": \"/spec/conversion/webhook/clientConfig/caBundle\", \"value\": \"${ca}\"}]" >"${crd}.patched"
+			mv "${crd}.patched" "${crd}"
+		fi
+		"${KUBECTL}" apply -f "${crd}"
+	done
+	echo "${op} upgraded; if a CRD's storage version changed, migrate what is stored: make migrate-storage CRD=<plural>.<group>"
+)
+
 # undeploy removes, in this order: the operator's custom resources, waiting
 # until they are gone, while the operator still runs to remove its finalizers;
 # the operator's own objects (all labelled app.kubernetes.io/name=OPERATOR);
@@ -145,7 +206,7 @@ undeploy() {
 
 (($# >= 2)) || usage
 case "$1" in
-render | deploy)
+render | deploy | upgrade)
 	(($# <= 3)) || usage
 	"$1" "$2" "${3:-}"
 	;;

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,18 +48,28 @@ type podsTest struct {
 
 func startPodsTest(t *testing.T) *podsTest {
 	t.Helper()
-	ctx := context.Background()
 	dir := t.TempDir()
-
 	images := map[string]procnode.Image{}
 	refs := map[string]string{}
-	var groups []string
 	for _, op := range operators {
 		ref := "kooper.test/" + op.name + ":podtest"
-		images[ref] = procnode.Image{Tarball: buildImage(t, dir, op.name, ref)}
+		images[ref] = procnode.Image{Tarball: buildImage(t, root, dir, op.name, ref)}
 		refs[op.name] = ref
-		groups = append(groups, strconv.Quote("system:serviceaccounts:"+namespaceOf(op.name)))
 	}
+	return startPodsCluster(t, dir, images, refs)
+}
+
+// startPodsCluster starts the cluster and the node of a podsTest with
+// images, the operators' (refs: operator → image reference) and the pause
+// image, whose pods the audit log follows.
+func startPodsCluster(t *testing.T, dir string, images map[string]procnode.Image, refs map[string]string) *podsTest {
+	t.Helper()
+	ctx := context.Background()
+	var groups []string
+	for op := range refs {
+		groups = append(groups, strconv.Quote("system:serviceaccounts:"+namespaceOf(op)))
+	}
+	slices.Sort(groups)
 	pause := filepath.Join(dir, "pause-rootfs")
 	goBuild(t, filepath.Join(pause, "pause"), "./testdata/pause")
 	images[pauseImage] = procnode.Image{Dir: pause, Entrypoint: []string{"/pause"}, User: "65532:65532"}
@@ -106,12 +117,13 @@ rules:
 // pauseImage runs the pods the examples act on.
 const pauseImage = "kooper.test/pause:1"
 
-// buildImage builds op's image as make image does (hack/build/build.sh,
-// then hack/image), tagged ref, and returns the tarball.
-func buildImage(t *testing.T, dir, op, ref string) string {
+// buildImage builds op's image from the repository at repo as make image
+// does (hack/build/build.sh, then hack/image), tagged ref, into dir, and
+// returns the tarball.
+func buildImage(t *testing.T, repo, dir, op, ref string) string {
 	t.Helper()
 	bin := filepath.Join(dir, op)
-	repo, err := filepath.Abs(root)
+	repo, err := filepath.Abs(repo)
 	if err != nil {
 		t.Fatal(err)
 	}

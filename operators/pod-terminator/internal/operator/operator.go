@@ -334,7 +334,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if cfg.HTTPAddr != "" {
 		// The runner says whether this replica leads, stands by, or runs
 		// without leader election, and whether its controller has synced.
-		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: runner.Ready, SecureMetrics: secureMetrics, Logger: logger})
+		ready := runner.Ready
+		if cfg.Webhook.Addr != "" {
+			// One that serves the webhooks is ready, synced or not: its
+			// own controller's list may need its conversion.
+			ready = readyWhileServingWebhooks(ready)
+		}
+		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: ready, SecureMetrics: secureMetrics, Logger: logger})
 		if err != nil {
 			return err
 		}
@@ -443,3 +449,21 @@ func (m *metrics) Forget(terminator string) {
 }
 
 // endregion: metrics
+
+// readyWhileServingWebhooks is the readiness of a replica that serves the
+// conversion and admission webhooks: ready's status, and ready whether or
+// not its controller has synced (the status then says why not). Every read
+// of a PodTerminator stored in a version other than the one asked for goes
+// through a replica's conversion webhook, the controller's list included:
+// were a replica not ready until its controller synced, the Service would
+// route conversions to no replica, and no controller could ever sync (a
+// deadlock seen in an upgrade, while objects were stored in v1alpha1).
+func readyWhileServingWebhooks(ready func() (string, error)) func() (string, error) {
+	return func() (string, error) {
+		status, err := ready()
+		if err != nil {
+			return "serving the webhooks; " + err.Error(), nil //nolint:nilerr // ready: the reason goes in the status
+		}
+		return status, nil
+	}
+}
