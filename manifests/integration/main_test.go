@@ -179,13 +179,7 @@ func kustomize(t *testing.T, dir string) string {
 // overlay code with deploy.sh deploy.
 func render(t *testing.T, operator, image string) string {
 	t.Helper()
-	cmd := exec.Command(deployScript, "render", operator, image)
-	cmd.Env = append(os.Environ(), "KUBECTL="+kubectlPath(t))
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("deploy.sh render %s %s: %v\n%s", operator, image, err, stderr(err))
-	}
-	return string(out)
+	return renderWith(t, deployScript, operator, image)
 }
 
 func stderr(err error) []byte {

@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/hack/envtest"
@@ -184,17 +183,8 @@ func (p *podsTest) deploy(t *testing.T, op string, mutate func(objs []*unstructu
 	if mutate != nil {
 		mutate(objs)
 	}
-	var stream strings.Builder
-	for _, o := range objs {
-		b, err := yaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream.WriteString("---\n")
-		stream.Write(b)
-	}
 	d := &deployed{op: op, objs: objs, logsFrom: len(p.node.ContainerLogs()), since: time.Now()}
-	eventually(t, 30*time.Second, "kubectl apply of "+op, func() error { return p.apply(stream.String()) })
+	eventually(t, 30*time.Second, "kubectl apply of "+op, func() error { return p.apply(stream(t, objs)) })
 	return d
 }
 
