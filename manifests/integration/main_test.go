@@ -182,6 +182,18 @@ func render(t *testing.T, operator, image string) string {
 	return renderWith(t, deployScript, operator, image)
 }
 
+// renderWith is render with another tree's deploy.sh.
+func renderWith(t *testing.T, script, operator, image string) string {
+	t.Helper()
+	cmd := exec.Command(script, "render", operator, image)
+	cmd.Env = append(os.Environ(), "KUBECTL="+kubectlPath(t))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s render %s %s: %v\n%s", script, operator, image, err, stderr(err))
+	}
+	return string(out)
+}
+
 func stderr(err error) []byte {
 	if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
 		return exit.Stderr

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kooperkit/kooper/apis/client/clientset/versioned"
 	"github.com/kooperkit/kooper/hack/envtest"
@@ -149,6 +150,21 @@ func goBuild(t *testing.T, out, pkg string) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
+}
+
+// stream writes objs as one YAML stream.
+func stream(t *testing.T, objs []*unstructured.Unstructured) string {
+	t.Helper()
+	var b strings.Builder
+	for _, o := range objs {
+		y, err := yaml.Marshal(o.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("---\n")
+		b.Write(y)
+	}
+	return b.String()
 }
 
 // apply applies a YAML stream with the test cluster's kubectl.

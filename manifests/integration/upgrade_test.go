@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/yaml"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
 	chaosv1beta1 "github.com/kooperkit/kooper/apis/chaos/v1beta1"
@@ -199,33 +198,6 @@ func checkout(t *testing.T, commit string) string {
 		t.Fatalf("tar: %v", err)
 	}
 	return dir
-}
-
-// renderWith is render with another tree's deploy.sh.
-func renderWith(t *testing.T, script, operator, image string) string {
-	t.Helper()
-	cmd := exec.Command(script, "render", operator, image)
-	cmd.Env = append(os.Environ(), "KUBECTL="+kubectlPath(t))
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s render %s %s: %v\n%s", script, operator, image, err, stderr(err))
-	}
-	return string(out)
-}
-
-// stream writes objs as one YAML stream.
-func stream(t *testing.T, objs []*unstructured.Unstructured) string {
-	t.Helper()
-	var b strings.Builder
-	for _, o := range objs {
-		y, err := yaml.Marshal(o.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.WriteString("---\n")
-		b.Write(y)
-	}
-	return b.String()
 }
 
 // waitRolledOut waits until op's Deployment runs image in all its replicas,
