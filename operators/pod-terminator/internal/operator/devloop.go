@@ -8,9 +8,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"github.com/kooperkit/kooper/operators/internal/conversion"
 	"github.com/kooperkit/kooper/operators/internal/devloop"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/webhook"
 )
@@ -48,32 +46,3 @@ func registerWebhook(ctx context.Context, cfg Config, cs clients, addr string) (
 	}, nil
 }
 
-// registerConversion points the PodTerminator CRD's conversion webhook at
-// the server at addr, with the CA of Webhook.CertDir, for an API server
-// that no Service leads here (Webhook.Register), and returns what puts the
-// CRD's conversion back as it was: call it before the server stops. While
-// no replica serves it, reads and writes of PodTerminators in v1alpha1
-// fail; v1beta1, stored, needs no conversion.
-func registerConversion(ctx context.Context, cfg Config, cs clients, addr string) (restore func(), _ error) {
-	caFile := filepath.Join(cfg.Webhook.CertDir, devloop.CAFile)
-	ca, err := os.ReadFile(caFile)
-	if err != nil {
-		return nil, fmt.Errorf("could not read the webhook's CA bundle %s: %w", caFile, err)
-	}
-	url := devloop.URL(addr, conversion.Path)
-	put, err := devloop.PointConversion(ctx, cs.crd.ApiextensionsV1().CustomResourceDefinitions(), webhook.CRDName,
-		apiextensionsv1.WebhookClientConfig{URL: &url, CABundle: ca})
-	if err != nil {
-		return nil, err
-	}
-	cfg.Logger.Info("registered the conversion webhook", "crd", webhook.CRDName, "url", url)
-	return func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unregisterTimeout)
-		defer cancel()
-		if err := put(ctx); err != nil {
-			cfg.Logger.Warn("could not put the CRD's conversion back", "crd", webhook.CRDName, "err", err)
-			return
-		}
-		cfg.Logger.Info("put the CRD's conversion back", "crd", webhook.CRDName)
-	}, nil
-}

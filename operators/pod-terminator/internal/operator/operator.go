@@ -7,7 +7,6 @@ package operator
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net/http"
@@ -27,10 +26,10 @@ import (
 	"github.com/kooperkit/kooper/kooper/event"
 	"github.com/kooperkit/kooper/kooper/health"
 	"github.com/kooperkit/kooper/kooper/log"
+	"github.com/kooperkit/kooper/operators/internal/certs"
 	"github.com/kooperkit/kooper/operators/internal/conversion"
 	"github.com/kooperkit/kooper/operators/internal/devloop"
 	"github.com/kooperkit/kooper/operators/internal/observe"
-	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/chaos"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/handler"
 	"github.com/kooperkit/kooper/operators/pod-terminator/internal/kube"
@@ -317,7 +316,7 @@ func Run(ctx context.Context, cfg Config) error {
 				return err
 			}
 			defer unregister()
-			restore, err := registerConversion(ctx, cfg, cs, s.Addr())
+			restore, err := conversion.Register(ctx, cs.crd, webhook.CRDName, cfg.Webhook.CertDir, s.Addr(), cfg.Logger)
 			if err != nil {
 				return err
 			}
@@ -338,7 +337,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if cfg.Webhook.Addr != "" {
 			// One that serves the webhooks is ready, synced or not: its
 			// own controller's list may need its conversion.
-			ready = readyWhileServingWebhooks(ready)
+			ready = conversion.ReadyWhileServing(ready)
 		}
 		s, err := health.Start(health.Config{Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling, Ready: ready, SecureMetrics: secureMetrics, Logger: logger})
 		if err != nil {
@@ -358,8 +357,7 @@ func Run(ctx context.Context, cfg Config) error {
 // startWebhook serves the webhook over TLS, with a certificate from files or
 // a self-signed one shared through a Secret and rotated in the background
 // until stop is called.
-func startWebhook(ctx context.Context, cfg Config, cs clients, rules validation.Rules) (_ *health.Server, stop func(), _ error) {
-	stop = func() {}
+func startWebhook(ctx context.Context, cfg Config, cs clients, rules validation.Rules) (*health.Server, func(), error) {
 	wh, err := webhook.New(webhook.Config{
 		Rules:  rules,
 		Access: webhook.SubjectAccessReviews{Client: cs.webhook.AuthorizationV1()},
@@ -368,40 +366,21 @@ func startWebhook(ctx context.Context, cfg Config, cs clients, rules validation.
 	if err != nil {
 		return nil, nil, err
 	}
-	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
-	if cfg.Webhook.CertDir != "" {
-		loader, err := certs.NewFileLoader(cfg.Webhook.CertDir+"/tls.crt", cfg.Webhook.CertDir+"/tls.key")
-		if err != nil {
-			return nil, nil, err
-		}
-		tlsConfig.GetCertificate = loader.GetCertificate
-	} else {
-		rotator, err := certs.NewRotator(ctx, certs.Options{
-			Client:            cs.kube,
-			Namespace:         cfg.Namespace,
-			SecretName:        cfg.Webhook.SecretName,
-			Hosts:             cfg.Webhook.Hosts,
-			WebhookConfigName: cfg.Webhook.ConfigName,
-			CRDClient:         cs.crd,
-			CRDName:           webhook.CRDName,
-			Validity:          cfg.Webhook.CertValidity,
-			SyncInterval:      cfg.Webhook.CertSyncInterval,
-			PropagationDelay:  cfg.Webhook.CertPropagationDelay,
-			Logger:            cfg.Logger,
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("could not set up the webhook's certificate: %w", err)
-		}
-		tlsConfig.GetCertificate = rotator.GetCertificate
-		// Every replica follows the Secret and renews it in turn, until
-		// Run returns: stop cancels the rotation and waits for it.
-		rctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			rotator.Run(rctx)
-		}()
-		stop = func() { cancel(); <-done }
+	tlsConfig, stop, err := certs.Serving(ctx, cfg.Webhook.CertDir, certs.Options{
+		Client:            cs.kube,
+		Namespace:         cfg.Namespace,
+		SecretName:        cfg.Webhook.SecretName,
+		Hosts:             cfg.Webhook.Hosts,
+		WebhookConfigName: cfg.Webhook.ConfigName,
+		CRDClient:         cs.crd,
+		CRDName:           webhook.CRDName,
+		Validity:          cfg.Webhook.CertValidity,
+		SyncInterval:      cfg.Webhook.CertSyncInterval,
+		PropagationDelay:  cfg.Webhook.CertPropagationDelay,
+		Logger:            cfg.Logger,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("could not set up the webhook's certificate: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle(webhook.Path, wh)
@@ -449,21 +428,3 @@ func (m *metrics) Forget(terminator string) {
 }
 
 // endregion: metrics
-
-// readyWhileServingWebhooks is the readiness of a replica that serves the
-// conversion and admission webhooks: ready's status, and ready whether or
-// not its controller has synced (the status then says why not). Every read
-// of a PodTerminator stored in a version other than the one asked for goes
-// through a replica's conversion webhook, the controller's list included:
-// were a replica not ready until its controller synced, the Service would
-// route conversions to no replica, and no controller could ever sync (a
-// deadlock seen in an upgrade, while objects were stored in v1alpha1).
-func readyWhileServingWebhooks(ready func() (string, error)) func() (string, error) {
-	return func() (string, error) {
-		status, err := ready()
-		if err != nil {
-			return "serving the webhooks; " + err.Error(), nil //nolint:nilerr // ready: the reason goes in the status
-		}
-		return status, nil
-	}
-}

@@ -1,5 +1,5 @@
-// Package certs provides the TLS serving certificate of the pod-terminator's
-// validating admission webhook, in one of two modes.
+// Package certs provides the TLS serving certificate of an operator's
+// webhooks (admission and conversion), in one of two modes.
 //
 // # Self-signed, shared through a Secret, rotated without a refused call
 //
@@ -76,5 +76,9 @@
 // namespace. To inject the CA, it also needs get and update on
 // validatingwebhookconfigurations (admissionregistration.k8s.io, cluster
 // scoped, so in a ClusterRole), limited with resourceNames to the
-// configuration's name. FileLoader needs no RBAC.
+// configuration's name; and for a CRD's conversion webhook (Options.CRDName),
+// get and update on that customresourcedefinition (apiextensions.k8s.io),
+// limited the same way. FileLoader needs no RBAC.
+//
+// Serving chooses between the two modes for a webhook server.
 package certs

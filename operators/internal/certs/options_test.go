@@ -9,7 +9,7 @@ import (
 
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
+	"github.com/kooperkit/kooper/operators/internal/certs"
 )
 
 func TestNewRotatorRejectsInvalidOptions(t *testing.T) {
@@ -23,7 +23,7 @@ func TestNewRotatorRejectsInvalidOptions(t *testing.T) {
 		{name: "no secret name", change: func(o *certs.Options) { o.SecretName = "" }, wantErr: "secret name is required"},
 		{name: "no hosts", change: func(o *certs.Options) { o.Hosts = nil }, wantErr: "at least one host is required"},
 		{name: "an empty host", change: func(o *certs.Options) { o.Hosts = []string{serviceHost, ""} }, wantErr: "host 1 is empty"},
-		{name: "a CRD without a CRD client", change: func(o *certs.Options) { o.CRDName = crdName }, wantErr: "CRD podterminators.chaos.kooperkit.io needs a CRD client"},
+		{name: "a CRD without a CRD client", change: func(o *certs.Options) { o.CRDName = crdName }, wantErr: "CRD widgets.example.com needs a CRD client"},
 		{name: "a negative validity", change: func(o *certs.Options) { o.Validity = -time.Hour }, wantErr: "validity -1h0m0s is negative"},
 		{name: "a negative sync interval", change: func(o *certs.Options) { o.SyncInterval = -time.Second }, wantErr: "sync interval -1s is negative"},
 		{name: "a negative propagation delay", change: func(o *certs.Options) { o.PropagationDelay = -time.Second }, wantErr: "propagation delay -1s is negative"},

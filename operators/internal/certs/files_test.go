@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
+	"github.com/kooperkit/kooper/operators/internal/certs"
 )
 
 // pair is a PEM key pair whose certificate is named cn.

@@ -23,15 +23,15 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
+	"github.com/kooperkit/kooper/operators/internal/certs"
 )
 
 const (
-	namespace   = "kooper-pod-terminator"
-	secretName  = "pod-terminator-webhook-tls"
-	serviceHost = "pod-terminator-webhook.kooper-pod-terminator.svc"
+	namespace   = "kooper-example"
+	secretName  = "example-webhook-tls"
+	serviceHost = "example-webhook.kooper-example.svc"
 	ipHost      = "127.0.0.1"
-	configName  = "pod-terminator"
+	configName  = "example"
 )
 
 // t0 is when the tests run NewRotator first: fixed, so that the certificates'
@@ -57,7 +57,7 @@ func webhookConfig(caBundles ...[]byte) *admissionregistrationv1.ValidatingWebho
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: configName}}
 	for i, ca := range caBundles {
 		cfg.Webhooks = append(cfg.Webhooks, admissionregistrationv1.ValidatingWebhook{
-			Name:         []string{"pods.pod-terminator.kooper.dev", "podterminators.pod-terminator.kooper.dev"}[i%2],
+			Name:         []string{"pods.example.com", "widgets.admission.example.com"}[i%2],
 			ClientConfig: admissionregistrationv1.WebhookClientConfig{CABundle: ca},
 		})
 	}
@@ -204,7 +204,7 @@ func TestNewRotatorCreatesSecretAndInjectsCABundle(t *testing.T) {
 	}{
 		{name: "the service DNS name verifies", host: serviceHost},
 		{name: "the IP address verifies", host: ipHost},
-		{name: "another DNS name does not verify", host: "other.kooper-pod-terminator.svc", wantErr: true},
+		{name: "another DNS name does not verify", host: "other.kooper-example.svc", wantErr: true},
 		{name: "another IP address does not verify", host: "10.0.0.1", wantErr: true},
 	}
 	for _, v := range verifications {
@@ -460,20 +460,20 @@ func TestNewRotatorFails(t *testing.T) {
 		{
 			name:       "a failed secret get is named",
 			react:      forbidden("get", "secrets"),
-			wantErr:    "could not get secret kooper-pod-terminator/pod-terminator-webhook-tls: ",
+			wantErr:    "could not get secret kooper-example/example-webhook-tls: ",
 			wantAPIErr: apierrors.IsForbidden,
 		},
 		{
 			name:       "a failed secret create is named",
 			react:      forbidden("create", "secrets"),
-			wantErr:    "could not create secret kooper-pod-terminator/pod-terminator-webhook-tls: ",
+			wantErr:    "could not create secret kooper-example/example-webhook-tls: ",
 			wantAPIErr: apierrors.IsForbidden,
 		},
 		{
 			name:       "a failed secret update is named",
 			objects:    []runtime.Object{garbage},
 			react:      forbidden("update", "secrets"),
-			wantErr:    "could not update secret kooper-pod-terminator/pod-terminator-webhook-tls: ",
+			wantErr:    "could not update secret kooper-example/example-webhook-tls: ",
 			wantAPIErr: apierrors.IsForbidden,
 		},
 		{
@@ -484,12 +484,12 @@ func TestNewRotatorFails(t *testing.T) {
 					return true, nil, apierrors.NewConflict(corev1.Resource("secrets"), secretName, errors.New("modified"))
 				})
 			},
-			wantErr: "could not write secret kooper-pod-terminator/pod-terminator-webhook-tls: other writers won 5 attempts in a row",
+			wantErr: "could not write secret kooper-example/example-webhook-tls: other writers won 5 attempts in a row",
 		},
 		{
 			name:       "a missing webhook configuration is named",
 			webhook:    true,
-			wantErr:    "could not get validatingwebhookconfiguration pod-terminator: ",
+			wantErr:    "could not get validatingwebhookconfiguration example: ",
 			wantAPIErr: apierrors.IsNotFound,
 		},
 		{
@@ -497,7 +497,7 @@ func TestNewRotatorFails(t *testing.T) {
 			objects:    []runtime.Object{webhookConfig(nil)},
 			react:      forbidden("update", "validatingwebhookconfigurations"),
 			webhook:    true,
-			wantErr:    "could not update validatingwebhookconfiguration pod-terminator: ",
+			wantErr:    "could not update validatingwebhookconfiguration example: ",
 			wantAPIErr: apierrors.IsForbidden,
 		},
 	}

@@ -34,7 +34,7 @@ type Options struct {
 	SecretName string
 	// Hosts are the DNS names and IP addresses the serving certificate
 	// covers; an entry that parses as an IP address becomes an IP SAN, e.g.
-	// "pod-terminator-webhook.kooper-pod-terminator.svc" or "127.0.0.1". The first
+	// "example-webhook.kooper-example.svc" or "127.0.0.1". The first
 	// entry is also the certificate's common name. Required.
 	Hosts []string
 	// WebhookConfigName names the ValidatingWebhookConfiguration whose every

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
+	"github.com/kooperkit/kooper/operators/internal/certs"
 )
 
 // withOptimisticConcurrency makes client's creates set a resourceVersion

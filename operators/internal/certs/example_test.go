@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/kooperkit/kooper/operators/pod-terminator/internal/certs"
+	"github.com/kooperkit/kooper/operators/internal/certs"
 )
 
 // At startup, every replica gets the same serving certificate from the
@@ -21,16 +21,16 @@ func ExampleRotator() {
 	// In the operator: kubernetes.NewForConfig, and the webhook
 	// configuration comes from the manifests.
 	client := fake.NewClientset(&admissionregistrationv1.ValidatingWebhookConfiguration{
-		ObjectMeta: metav1.ObjectMeta{Name: "pod-terminator"},
-		Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "podterminators.pod-terminator.kooper.dev"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "example"},
+		Webhooks:   []admissionregistrationv1.ValidatingWebhook{{Name: "widgets.admission.example.com"}},
 	})
 
 	rotator, err := certs.NewRotator(ctx, certs.Options{
 		Client:            client,
-		Namespace:         "kooper-pod-terminator",
-		SecretName:        "pod-terminator-webhook-tls",
-		Hosts:             []string{"pod-terminator-webhook.kooper-pod-terminator.svc"},
-		WebhookConfigName: "pod-terminator",
+		Namespace:         "kooper-example",
+		SecretName:        "example-webhook-tls",
+		Hosts:             []string{"example-webhook.kooper-example.svc"},
+		WebhookConfigName: "example",
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -45,7 +45,7 @@ func ExampleRotator() {
 		fmt.Println(err)
 		return
 	}
-	webhooks, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "pod-terminator", metav1.GetOptions{})
+	webhooks, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Get(ctx, "example", metav1.GetOptions{})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -53,7 +53,7 @@ func ExampleRotator() {
 	fmt.Println("serving", cert.Leaf.DNSNames)
 	fmt.Println("webhook trusts the ca:", bytes.Equal(webhooks.Webhooks[0].ClientConfig.CABundle, rotator.CABundle()))
 	// Output:
-	// serving [pod-terminator-webhook.kooper-pod-terminator.svc]
+	// serving [example-webhook.kooper-example.svc]
 	// webhook trusts the ca: true
 }
 

@@ -17,7 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-const crdName = "podterminators.chaos.kooperkit.io"
+const crdName = "widgets.example.com"
 
 // crd returns the CRD, its conversion by webhook with caBundle held, or by
 // none if strategy is None.

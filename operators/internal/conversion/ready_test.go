@@ -1,8 +1,10 @@
-package operator
+package conversion_test
 
 import (
 	"errors"
 	"testing"
+
+	"github.com/kooperkit/kooper/operators/internal/conversion"
 )
 
 func TestAReplicaServingWebhooksIsReadyBeforeItsControllerSynced(t *testing.T) {
@@ -19,7 +21,7 @@ func TestAReplicaServingWebhooksIsReadyBeforeItsControllerSynced(t *testing.T) {
 		{"standby, not synced", "", errors.New("standby, caches not synced yet"), "serving the webhooks; standby, caches not synced yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ready := readyWhileServingWebhooks(func() (string, error) { return tc.status, tc.err })
+			ready := conversion.ReadyWhileServing(func() (string, error) { return tc.status, tc.err })
 			status, err := ready()
 			if err != nil || status != tc.wantStatus {
 				t.Errorf("got %q, %v; want %q, ready", status, err, tc.wantStatus)
