@@ -45,4 +45,3 @@ func registerWebhook(ctx context.Context, cfg Config, cs clients, addr string) (
 		cfg.Logger.Info("unregistered the admission webhook", "config", cfg.Webhook.ConfigName)
 	}, nil
 }
-
