@@ -70,6 +70,10 @@ devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/c
 new-operator: ## Scaffold a complete, tested operator in this repository's shape, then make generate (hack/newoperator): NAME=web-demo GROUP=webapps.example.com KIND=WebApp SCOPE=Cluster|Namespaced [OWNS=ConfigMap,Secret,ServiceAccount,Service,Deployment].
 	$(GO) run ./hack/newoperator -name "$(NAME)" -group "$(GROUP)" -kind "$(KIND)" -scope "$(SCOPE)" -owns "$(OWNS)"
 
+.PHONY: new-version
+new-version: ## Add a second API version to the kind of an operator make new-operator made, with its conversion webhook (stubs whose round-trip test fails until written), CRD, manifests and tests, then make generate (hack/newversion): NAME=web-demo VERSION=v1beta1.
+	$(GO) run ./hack/newversion -name "$(NAME)" -version "$(VERSION)"
+
 # make rename and make remove-operator make this repository yours
 # (hack/template, docs/template.md). Each refuses, changing nothing, what it
 # cannot do, and leaves a tree where make lint, verify-generate and

@@ -158,11 +158,16 @@ upgrade() (
 			[[ -n "${ca}" ]] && break
 		done <"${tmp}/webhooks"
 	fi
+	# An operator with no admission webhook keeps its CA in the Secret of
+	# its certificate only (make new-version's).
+	if [[ -z "${ca}" ]]; then
+		ca="$("${KUBECTL}" get secret -n "kooper-${op}" "${op}-webhook-tls" -o jsonpath='{.data.ca\.crt}' --ignore-not-found)"
+	fi
 	local crd
 	for crd in "${tmp}"/crd-*.yaml; do
 		[[ -e "${crd}" ]] || continue
 		if grep -q '^    strategy: Webhook$' "${crd}"; then
-			[[ -n "${ca}" ]] || die "${op}'s CRD converts by webhook, but no ValidatingWebhookConfiguration of ${op} holds a CA bundle yet: is ${op} running?"
+			[[ -n "${ca}" ]] || die "${op}'s CRD converts by webhook, but neither a ValidatingWebhookConfiguration of ${op} nor the Secret kooper-${op}/${op}-webhook-tls holds a CA bundle yet: is ${op} running?"
 			"${KUBECTL}" patch --local -f "${crd}" --type=json -o yaml \
 				-p "[{\"op\": \"add\", \"path\": \"/spec/conversion/webhook/clientConfig/caBundle\", \"value\": \"${ca}\"}]" >"${crd}.patched"
 			mv "${crd}.patched" "${crd}"

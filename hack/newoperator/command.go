@@ -52,6 +52,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logLevel    = fs.String("log-level", "info", "debug, info, warn or error")
 		logFormat   = fs.String("log-format", "text", "text or json")
 		tracingMode = fs.String("tracing", "off", "off, stdout (spans on standard error) or otlp (OTLP/gRPC to $OTEL_EXPORTER_OTLP_ENDPOINT)")
+		// +kooper:scaffold:flags (make new-version adds the conversion webhook's)
 	)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -78,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
 	restConfig.UserAgent = "$Name/" + cli.Version(version)
 
+	// +kooper:scaffold:setup (make new-version finds the dev loop's certificate here)
 	logger.Info("$Name", "version", cli.Version(version))
 	return operator.Run(ctx, operator.Config{
 		REST:                  restConfig,
@@ -96,6 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		DisableLeaderElection: !*leaderElect,
 		TracerProvider:        tp,
 		Logger:                logger,
+		// +kooper:scaffold:config (make new-version adds the conversion webhook's)
 	})
 }
 `)

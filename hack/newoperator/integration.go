@@ -126,6 +126,7 @@ func Test$PluralEndToEnd(t *testing.T) {
 	cfg := operator.Config{` + rest + `		HTTPAddr:       httpAddr,
 		TracerProvider: sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans)),
 		Logger:         log.NewStd(t.Output(), log.StdOptions{}),
+		// +kooper:scaffold:test-config (make new-version serves the conversion webhook)
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
 `)
@@ -364,6 +365,7 @@ func TestSecureMetricsAreServedToPrometheusOnly(t *testing.T) {
 		HTTPAddr:          httpAddr,
 		SecureMetricsAddr: secureAddr,
 		Logger:            log.NewStd(t.Output(), log.StdOptions{}),
+		// +kooper:scaffold:test-config (make new-version serves the conversion webhook)
 	}
 	e2etest.Run(t, func(ctx context.Context) error { return operator.Run(ctx, cfg) })
 	e2etest.CheckSecureMetrics(t, kubernetes.NewForConfigOrDie(cluster.Config()), e2etest.SecureMetrics{

@@ -95,6 +95,7 @@ type Config struct {
 	Logger log.Logger
 	// Registry receives the metrics. Default: a new registry.
 	Registry *prom.Registry
+	// +kooper:scaffold:config (make new-version adds the conversion webhook's settings)
 }
 
 func (c *Config) defaults() {
@@ -251,6 +252,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
+	ready := runner.Ready
+	// +kooper:scaffold:serve (make new-version serves the conversion webhook here)
 	if cfg.HTTPAddr != "" {
 		var secureMetrics *health.SecureMetrics
 		if cfg.SecureMetricsAddr != "" {
@@ -258,7 +261,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		srv, err := health.Start(health.Config{
 			Addr: cfg.HTTPAddr, Gatherer: cfg.Registry, EnableProfiling: cfg.EnableProfiling,
-			Ready: runner.Ready, SecureMetrics: secureMetrics, Logger: cfg.Logger,
+			Ready: ready, SecureMetrics: secureMetrics, Logger: cfg.Logger,
 		})
 		if err != nil {
 			return err

@@ -36,7 +36,10 @@ func (s scaffold) group() string { return s.short + "." + groupSuffix }
 // or none, and every kind it knows is owned by one of them. demo-cluster
 // owns a ConfigMap and a Deployment: its generated integration test checks
 // that a Widget is not Ready while its Deployment's pods are pending, and
-// Ready once kwok runs them. Each is then removed with the same command as
+// Ready once kwok runs them; make new-version gives its Widget a second
+// version, v1beta1, whose conversion the journey writes as the stubs say,
+// and its generated tests read and write both through its conversion
+// webhook. Each is then removed with the same command as
 // the sample: removal works from what an operator owns, not from a list of
 // the samples.
 var scaffolds = []scaffold{
@@ -79,6 +82,8 @@ type step struct {
 	// noSkip: a test of its -v output that skipped fails the step, so a
 	// check cannot go quiet.
 	noSkip bool
+	// fails: the command must fail, saying want.
+	fails bool
 }
 
 // makeArgs is the command line of make with args, its targets and
@@ -130,10 +135,11 @@ func (j *journey) grepScaffolds(flags ...string) []string {
 }
 
 // scaffoldAndRename is the journey's start: the scaffolds, written under
-// the old names (a team that starts writing before it renames), then
+// the old names (a team that starts writing before it renames), with
+// withVersion the first given a second version (addVersion), then
 // renamed with the rest, their groups and imports too; then no file but
 // the license and the history names the old module, suffix or registry.
-func (j *journey) scaffoldAndRename() []step {
+func (j *journey) scaffoldAndRename(withVersion bool) []step {
 	var steps []step
 	var readmes, handlers, imports []string
 	for _, s := range j.scaffolds {
@@ -146,6 +152,9 @@ func (j *journey) scaffoldAndRename() []step {
 		readmes = append(readmes, "operators/"+s.name+"/README.md")
 		handlers = append(handlers, "./operators/"+s.name+"/internal/handler")
 		imports = append(imports, module+"/apis/"+s.short+"/v1alpha1")
+	}
+	if withVersion {
+		steps = append(steps, j.addVersion()...)
 	}
 	return append(steps,
 		step{name: "rename the module and the API groups' suffix", args: makeArgs("rename", "MODULE="+module, "GROUP_SUFFIX="+groupSuffix),
@@ -165,6 +174,25 @@ func (j *journey) scaffoldAndRename() []step {
 		// nothing.
 		step{name: "the scaffolds are in the tree", args: j.grepScaffolds("-l", "-F"), want: readmes},
 	)
+}
+
+// addVersion gives the first scaffold's kind a second version with make
+// new-version, and writes its conversion as the stubs say: until then, its
+// round trips fail. make test-journey's only (its make generate is about
+// 40 seconds, which make test's short journey has not).
+func (j *journey) addVersion() []step {
+	v := j.scaffolds[0]
+	roundTrips := "./apis/" + v.short + "/v1alpha1/"
+	return []step{
+		{name: "add v1beta1 to " + v.name + "'s " + v.kind, args: makeArgs("new-version", "NAME="+v.name, "VERSION=v1beta1"),
+			want: []string{v.kind + " v1beta1 is served beside v1alpha1, which is still stored."}},
+		{name: "its conversion's round trips fail until it is written", args: []string{"go", "test", "-count=1", roundTrips}, fails: true,
+			want: []string{"came back different: write the conversion (conversion.go's TODOs)"}},
+		{name: "write the conversion, as its TODOs say (both versions hold the same fields)", args: []string{"sed", "-i", "-E",
+			`s#^\t// ((dst|in)\.(Spec|Status) = )#\t\1#`, "apis/" + v.short + "/v1alpha1/conversion.go"}},
+		{name: "its round trips pass", args: []string{"go", "test", "-count=1", roundTrips},
+			want: []string{"ok  \t" + j.oldModule + "/apis/" + v.short + "/v1alpha1"}},
+	}
 }
 
 // removeScaffolds is the journey's end: the scaffolds go as a sample goes,
@@ -208,7 +236,7 @@ func TestARenamedScaffoldBuildsAndGoes(t *testing.T) {
 	start := time.Now()
 	s := scaffolds[0]
 	j := newJourney(t, []scaffold{s})
-	steps := j.scaffoldAndRename()
+	steps := j.scaffoldAndRename(false)
 	steps = append(steps,
 		step{name: "generated code, CRDs, dashboards and docs are up to date", args: makeArgs("verify-generate")},
 		// Every package of the root module compiles renamed, its tests
@@ -254,8 +282,9 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 	}
 
 	// 1 to 3. Three operators of your own, scaffolded under the old
-	// names, then renamed with the rest; no old name is left.
-	steps := j.scaffoldAndRename()
+	// names, the first given a second version, then renamed with the
+	// rest; no old name is left.
+	steps := j.scaffoldAndRename(true)
 	steps = append(steps,
 		// 4. make test's checks of the whole tree: the scaffolds' gofmt,
 		// vet, lint, unit tests and completeness (./operators/) with the
@@ -286,7 +315,10 @@ func TestTheJourneyToARepositoryOfYourOwn(t *testing.T) {
 				"./operators/multi-resource/integration"}, integration...),
 			want: append([]string{"ok  \t" + module + "/operators/multi-resource/integration",
 				// demo-cluster's Widget follows its Deployment's readiness.
-				"--- PASS: TestWidgetsEndToEnd/a_Widget_is_Ready_once_its_Deployment's_pods_are,_and_not_before "}, integrationOK...)},
+				"--- PASS: TestWidgetsEndToEnd/a_Widget_is_Ready_once_its_Deployment's_pods_are,_and_not_before ",
+				// Its two versions, through its conversion webhook.
+				"--- PASS: TestBothVersionsServeTheSameObjects ", "--- PASS: TestRBACConversionWebhookGrantsExactlyWhatIsNeeded ",
+				"--- PASS: TestRBACConversionPolicyKeepsTheAccountToTheCABundle "}, integrationOK...)},
 		// The pod-terminator's two versions, renamed: either reads the
 		// same objects through its conversion webhook, and the policy on
 		// its CRD (which names it) still holds.
@@ -338,8 +370,11 @@ func (j *journey) run(t *testing.T, steps []step) {
 			}
 			continue
 		}
-		if err != nil {
+		switch {
+		case err != nil && !step.fails:
 			t.Fatalf("%s: %v\n%s", step.name, err, out.String())
+		case err == nil && step.fails:
+			t.Fatalf("%s: it passed, want it to fail:\n%s", step.name, out.String())
 		}
 		for _, want := range step.want {
 			if !strings.Contains(out.String(), want) {
