@@ -172,7 +172,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	// cluster's etcd answering on the same port.
 	etcdName := "devcluster-" + randomHex(6)
 	etcdDir := filepath.Join(c.dir, "etcd")
-	_, _, err = c.startOnFreePorts(ctx, began, 2, func(ports []int) (*process, func(context.Context) error) {
+	err = c.startOnFreePorts(ctx, began, 2, func(ports []int) (*process, func(context.Context) error) {
 		etcdURL := "http://127.0.0.1:" + itoa(ports[0])
 		peerURL := "http://127.0.0.1:" + itoa(ports[1])
 		// A member that could not bind its ports may have written data
@@ -195,7 +195,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	c.progress("etcd ready", began)
 
-	_, _, err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
+	err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
 		apiArgs := []string{
 			"--etcd-servers=" + c.etcdURL,
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + itoa(ports[0]),
@@ -377,7 +377,7 @@ func (c *Cluster) startControllerManager(ctx context.Context, saKey string, bega
 	if err != nil {
 		return err
 	}
-	_, _, err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
+	err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
 		p := c.process(BinControllerManager,
 			"--kubeconfig="+kcm, "--authentication-kubeconfig="+kcm, "--authorization-kubeconfig="+kcm,
 			"--bind-address=127.0.0.1", "--secure-port="+itoa(ports[0]),

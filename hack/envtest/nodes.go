@@ -26,7 +26,7 @@ func (c *Cluster) startScheduler(ctx context.Context, began time.Time) error {
 	if err != nil {
 		return err
 	}
-	_, _, err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
+	err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
 		p := c.process(BinScheduler,
 			"--kubeconfig="+sched, "--authentication-kubeconfig="+sched, "--authorization-kubeconfig="+sched,
 			"--bind-address=127.0.0.1", "--secure-port="+itoa(ports[0]),
@@ -50,7 +50,7 @@ func (c *Cluster) startNodes(ctx context.Context, began time.Time) error {
 	if err != nil {
 		return fmt.Errorf("could not create a client: %w", err)
 	}
-	_, _, err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
+	err = c.startOnFreePorts(ctx, began, 1, func(ports []int) (*process, func(context.Context) error) {
 		kwok := c.process(BinKwok,
 			"--kubeconfig="+c.KubeconfigPath(),
 			"--manage-all-nodes=false",

@@ -183,25 +183,24 @@ var errNotOurs = errors.New("another process answers on its port")
 // start side by side in `make test`, and clients take their ephemeral ports
 // from the same range. The component then exits saying the address is in
 // use, or the ready check finds another process answering; either way it
-// is started again on other ports, up to portAttempts times. It returns the
-// ports and the process that passed its check.
-func (c *Cluster) startOnFreePorts(ctx context.Context, began time.Time, n int, build func(ports []int) (*process, func(context.Context) error)) ([]int, *process, error) {
+// is started again on other ports, up to portAttempts times.
+func (c *Cluster) startOnFreePorts(ctx context.Context, began time.Time, n int, build func(ports []int) (*process, func(context.Context) error)) error {
 	for attempt := 1; ; attempt++ {
 		ports, err := c.pickPorts(n)
 		if err != nil {
-			return nil, nil, err
+			return err
 		}
 		p, ready := build(ports)
 		if err := p.start(); err != nil {
-			return nil, nil, err
+			return err
 		}
 		err = ready(ctx)
 		if err == nil {
-			return ports, p, nil
+			return nil
 		}
 		taken := errors.Is(err, errNotOurs) || p.exitedOnTakenPort()
 		if !taken || attempt == portAttempts || ctx.Err() != nil {
-			return nil, nil, err
+			return err
 		}
 		p.stop(3 * time.Second)
 		c.progress(fmt.Sprintf("%s: ports %v were taken before it bound them; starting it on others", p.name, ports), began)
