@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"go/ast"
@@ -13,6 +11,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"golang.org/x/mod/modfile"
 )
 
 // repo is what the generator reads of the target repository.
@@ -67,11 +67,8 @@ func modulePath(file string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for s.Scan() {
-		if m, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(m), `"`), nil
-		}
+	if m := modfile.ModulePath(b); m != "" {
+		return m, nil
 	}
 	return "", fmt.Errorf("%s declares no module", file)
 }

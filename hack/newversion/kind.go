@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"golang.org/x/mod/modfile"
 )
 
 // kind is what the command reads of the operator and its kind.
@@ -181,11 +182,8 @@ func modulePath(file string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for s.Scan() {
-		if m, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(m), `"`), nil
-		}
+	if m := modfile.ModulePath(b); m != "" {
+		return m, nil
 	}
 	return "", fmt.Errorf("%s declares no module", file)
 }

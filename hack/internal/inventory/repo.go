@@ -1,7 +1,6 @@
 package inventory
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/mod/modfile"
 )
 
 // Repo is what the inventory read of a repository.
@@ -89,11 +90,8 @@ func modulePath(file string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("could not read the module path: %w", err)
 	}
-	s := bufio.NewScanner(bytes.NewReader(b))
-	for s.Scan() {
-		if m, ok := strings.CutPrefix(strings.TrimSpace(s.Text()), "module "); ok {
-			return strings.Trim(strings.TrimSpace(m), `"`), nil
-		}
+	if m := modfile.ModulePath(b); m != "" {
+		return m, nil
 	}
 	return "", fmt.Errorf("%s declares no module", file)
 }
