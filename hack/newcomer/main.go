@@ -98,6 +98,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 
+	if err := checkSpace(o.home); err != nil {
+		return err
+	}
 	repo, err := git("", "rev-parse", "--show-toplevel")
 	if err != nil {
 		return fmt.Errorf("run it inside the repository: %w", err)
@@ -160,6 +163,62 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		return errors.New(strings.Join(failed, "; "))
 	}
 	return ctx.Err()
+}
+
+// What a run writes, about. A cold one fills a new home with Go's build
+// and module caches, the control plane's and the tools' builds (20 GiB at
+// the end of a cold run, measured at stop 54, whose first try stopped 50
+// minutes into make test with "no space left on device"), beside the clone
+// and its tests' temporary files. A warm one writes the clone and the
+// temporary files, and what changed since.
+const (
+	coldRunBytes = 24 << 30
+	warmRunBytes = 4 << 30
+)
+
+// freeBytes returns the space free to this user on the file system holding
+// dir; tests replace it.
+var freeBytes = func(dir string) (uint64, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return 0, err
+	}
+	return st.Bavail * uint64(st.Bsize), nil
+}
+
+// checkSpace refuses a run that would stop for want of space, hours in:
+// the temporary directory, and home (empty: a new one in it), must have
+// room for a cold run, or for a warm one when home holds an earlier run's
+// caches.
+func checkSpace(home string) error {
+	need, dirs := uint64(coldRunBytes), []string{os.TempDir()}
+	if home != "" {
+		if entries, err := os.ReadDir(home); err == nil && len(entries) > 0 {
+			need = warmRunBytes
+		}
+		dir := home
+		for {
+			if _, err := os.Stat(dir); err == nil {
+				break
+			}
+			parent := filepath.Dir(dir)
+			if parent == dir {
+				break
+			}
+			dir = parent
+		}
+		dirs = append(dirs, dir)
+	}
+	for _, dir := range dirs {
+		free, err := freeBytes(dir)
+		if err != nil {
+			return fmt.Errorf("could not tell the space free in %s: %w", dir, err)
+		}
+		if free < need {
+			return fmt.Errorf("%s has %.1f GiB free, and this run writes about %d GiB there (Go's caches, the control plane, the tools): free some, or point TMPDIR or -home at a larger disk", dir, float64(free)/(1<<30), need>>30)
+		}
+	}
+	return nil
 }
 
 // checker holds one check's directories, environment and findings.

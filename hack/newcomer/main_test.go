@@ -120,3 +120,38 @@ func TestWorkPattern(t *testing.T) {
 		}
 	}
 }
+
+// A run that would stop for want of space is refused before it starts; a
+// warm run needs less.
+func TestARunWithoutRoomIsRefused(t *testing.T) {
+	warm := t.TempDir()
+	if err := os.WriteFile(filepath.Join(warm, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		home    string
+		free    uint64
+		wantErr string
+	}{
+		{"cold, with room", "", 30 << 30, ""},
+		{"cold, without", "", 10 << 30, "has 10.0 GiB free, and this run writes about 24 GiB there"},
+		{"cold in a new home, without", filepath.Join(t.TempDir(), "new", "home"), 10 << 30, "about 24 GiB"},
+		{"warm, with room", warm, 10 << 30, ""},
+		{"warm, without", warm, 1 << 30, "has 1.0 GiB free, and this run writes about 4 GiB there"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			saved := freeBytes
+			t.Cleanup(func() { freeBytes = saved })
+			freeBytes = func(string) (uint64, error) { return tt.free, nil }
+			err := checkSpace(tt.home)
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("got %v, want the run allowed", err)
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Errorf("got %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}
