@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
@@ -142,12 +143,19 @@ func TestBothVersionsServeTheSameObjects(t *testing.T) {
 	})
 
 	t.Run("an update through v1alpha1 keeps what only v1beta1 holds", func(t *testing.T) {
-		old, err := alpha.Get(ctx, name, metav1.GetOptions{})
+		// A read-modify-write, as a v1alpha1 client makes it: again from
+		// the read if the operator wrote in between (its finalizer, its
+		// status).
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			old, err := alpha.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			old.Spec.TerminationPercent = 30
+			_, err = alpha.Update(ctx, old, metav1.UpdateOptions{})
+			return err
+		})
 		if err != nil {
-			t.Fatal(err)
-		}
-		old.Spec.TerminationPercent = 30
-		if _, err := alpha.Update(ctx, old, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := beta.Get(ctx, name, metav1.GetOptions{})
