@@ -74,6 +74,10 @@ new-operator: ## Scaffold a complete, tested operator in this repository's shape
 new-version: ## Add a second API version to the kind of an operator make new-operator made, with its conversion webhook (stubs whose round-trip test fails until written), CRD, manifests and tests, then make generate (hack/newversion): NAME=web-demo VERSION=v1beta1.
 	$(GO) run ./hack/newversion -name "$(NAME)" -version "$(VERSION)"
 
+.PHONY: store-version
+store-version: ## Make VERSION, which make new-version added to NAME's kind, the version stored and the one its operator reads (the storage mark moved, the operator's imports switched), then make generate and go vet the operator; then deploy it and make migrate-storage (hack/newversion -store): NAME=web-demo VERSION=v1beta1.
+	$(GO) run ./hack/newversion -store -name "$(NAME)" -version "$(VERSION)"
+
 # make rename and make remove-operator make this repository yours
 # (hack/template, docs/template.md). Each refuses, changing nothing, what it
 # cannot do, and leaves a tree where make lint, verify-generate and

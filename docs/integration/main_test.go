@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kooperkit/kooper/hack/worktree"
 )
 
 // root is the repository, relative to this package.
@@ -15,9 +17,9 @@ const root = "../.."
 
 // Every shell block of every tutorial runs, in order, and prints what the
 // text block after it says, unless a comment before it says why it cannot
-// run. Each tutorial runs in a copy of the work tree of its own, so that
-// what it writes and its dev cluster (make devcluster, in the background)
-// are its own.
+// run. Each tutorial runs in a fresh copy of the work tree, so that what it
+// writes and its dev cluster (make devcluster, in the background) are its
+// own; the copies are made at one path, one after the other.
 func TestTheTutorialsRun(t *testing.T) {
 	abs, err := filepath.Abs(root)
 	if err != nil {
@@ -50,10 +52,9 @@ func TestTheTutorialsRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			dir := t.TempDir()
-			if err := copyRepo(abs, dir); err != nil {
-				t.Fatal(err)
-			}
+			// One path for every tutorial and every run: what one
+			// tutorial's go run built, the next finds in Go's cache.
+			dir := worktree.CopyAt(t, "tutorial")
 			res, err := run(ctx, dir, blocks, t.Logf)
 			total.ran += res.ran
 			total.skipped += res.skipped

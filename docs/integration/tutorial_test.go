@@ -6,10 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -141,48 +138,6 @@ func match(expect []string, out string) error {
 			return fmt.Errorf("the output has no line %q (in this order)", e)
 		}
 		j++
-	}
-	return nil
-}
-
-// copyRepo copies into dir the files of the repository at root that git
-// tracks, and the untracked ones it does not ignore: the work tree as it is
-// now, edits included, without bin/ or .devcluster/. A tutorial's commands
-// may write (make generate, a new operator): they write into the copy.
-func copyRepo(root, dir string) error {
-	out, err := exec.Command("git", "-C", root, "ls-files", "-z", "--cached", "--others", "--exclude-standard").Output()
-	if err != nil {
-		return fmt.Errorf("could not list the work tree: %w", err)
-	}
-	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		src, dst := filepath.Join(root, f), filepath.Join(dir, f)
-		info, err := os.Lstat(src)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue // deleted, not yet staged
-		}
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		if info.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(src)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(target, dst); err != nil {
-				return err
-			}
-			continue
-		}
-		data, err := os.ReadFile(src)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(dst, data, info.Mode().Perm()); err != nil {
-			return err
-		}
 	}
 	return nil
 }

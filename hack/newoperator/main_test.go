@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kooperkit/kooper/hack/internal/worktree"
+	"github.com/kooperkit/kooper/hack/worktree"
 )
 
 // existing is what TestRefusals adds to its copy of the repository for

@@ -16,7 +16,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/kooperkit/kooper/hack/internal/worktree"
+	"github.com/kooperkit/kooper/hack/worktree"
 )
 
 // variants are operators of every shape the generator writes.

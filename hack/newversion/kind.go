@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,8 +56,10 @@ var (
 )
 
 // read finds the operator's kind and checks that a version can be added to
-// it; it returns every reason it cannot.
-func read(root, name, version string) (kind, []string) {
+// it, or with store that version, which make new-version added, can become
+// the one stored; it returns every reason it cannot. With store, oldVersion
+// is the version stored and read now, newVersion the one to store.
+func read(root, name, version string, store bool) (kind, []string) {
 	var problems []string
 	if !nameRE.MatchString(name) {
 		problems = append(problems, fmt.Sprintf("-name %q: the name of an operator under operators/, as make new-operator made it", name))
@@ -116,13 +119,21 @@ func read(root, name, version string) (kind, []string) {
 			versions = append(versions, e.Name())
 		}
 	}
+	_, err = os.Stat(filepath.Join(root, "apis", k.short, "conversion.yaml"))
+	converts := err == nil
 	switch {
+	case store && version == k.oldVersion:
+		problems = append(problems, fmt.Sprintf("-version %s: the operator reads %s already, and it is stored (apis/%s/%s/types.go)", version, version, k.short, version))
+	case store && (len(versions) != 2 || !slices.Contains(versions, version)):
+		problems = append(problems, fmt.Sprintf("apis/%s holds the versions %s, and the operator reads %s: make store-version stores the version that make new-version added beside it (run that first)", k.short, strings.Join(versions, ", "), k.oldVersion))
+	case store && !converts:
+		problems = append(problems, fmt.Sprintf("apis/%s/conversion.yaml is missing: nothing would convert what is stored in %s (make new-version writes it)", k.short, k.oldVersion))
+	case store:
 	case len(versions) != 1:
 		problems = append(problems, fmt.Sprintf("apis/%s holds the versions %s: make new-version adds a second version to a kind that has one (a third converts to and from a hub version, by hand)", k.short, strings.Join(versions, ", ")))
 	case version == k.oldVersion:
 		problems = append(problems, fmt.Sprintf("-version %s: %s is the version apis/%s has already", version, version, k.short))
-	}
-	if _, err := os.Stat(filepath.Join(root, "apis", k.short, "conversion.yaml")); err == nil {
+	case converts:
 		problems = append(problems, fmt.Sprintf("apis/%s/conversion.yaml exists: the kind converts already", k.short))
 	}
 
@@ -147,8 +158,18 @@ func read(root, name, version string) (kind, []string) {
 		return k, append(problems, fmt.Sprintf("%s/types.go declares %d kinds (+genclient): make new-version adds a version to a group of one kind", k.oldDir(), len(kinds)))
 	}
 	k.Kind = kinds[0]
-	if bytes.Contains(types, []byte("+kubebuilder:storageversion")) {
+	marked := bytes.Contains(types, []byte(storageMarker))
+	switch {
+	case !store && marked:
 		problems = append(problems, k.oldDir()+"/types.go is marked +kubebuilder:storageversion already")
+	case store && !marked:
+		problems = append(problems, k.oldDir()+"/types.go is not marked +kubebuilder:storageversion: make store-version moves that mark, as make new-version left it, to "+k.newDir()+"/types.go")
+	case store:
+		if b, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(k.newDir()), "types.go")); err != nil {
+			problems = append(problems, err.Error())
+		} else if bytes.Contains(b, []byte(storageMarker)) {
+			problems = append(problems, k.newDir()+"/types.go is marked +kubebuilder:storageversion already: two versions cannot both be stored")
+		}
 	}
 	m := resPathRE.FindSubmatch(types)
 	if m == nil {
@@ -188,44 +209,60 @@ func modulePath(file string) (string, error) {
 	return "", fmt.Errorf("%s declares no module", file)
 }
 
+// changeSet collects the files a command writes, before and after, and
+// every reason it cannot write them.
+type changeSet struct {
+	root     string
+	c        map[string]change
+	problems []string
+}
+
+func newChangeSet(root string) *changeSet {
+	return &changeSet{root: root, c: map[string]change{}}
+}
+
+// create adds a new file, which must not exist.
+func (cs *changeSet) create(p string, content string) {
+	if _, err := os.Stat(filepath.Join(cs.root, filepath.FromSlash(p))); !errors.Is(err, fs.ErrNotExist) {
+		cs.problems = append(cs.problems, p+" exists already")
+		return
+	}
+	cs.c[p] = change{after: []byte(content)}
+}
+
+// edit changes a file with f; a Go file is formatted after.
+func (cs *changeSet) edit(p string, f func(string) (string, error)) {
+	before, err := os.ReadFile(filepath.Join(cs.root, filepath.FromSlash(p)))
+	if err != nil {
+		cs.problems = append(cs.problems, fmt.Sprintf("could not read %s: %v", p, err))
+		return
+	}
+	after, err := f(string(before))
+	if err != nil {
+		cs.problems = append(cs.problems, fmt.Sprintf("%s: %v", p, err))
+		return
+	}
+	if strings.HasSuffix(p, ".go") {
+		b, err := format.Source([]byte(after))
+		if err != nil {
+			cs.problems = append(cs.problems, fmt.Sprintf("%s does not parse once changed: %v", p, err))
+			return
+		}
+		after = string(b)
+	}
+	cs.c[p] = change{before: before, after: []byte(after)}
+}
+
 // changes returns every file the command writes, or why it cannot.
 func (k kind) changes() (map[string]change, []string) {
-	c := map[string]change{}
-	var problems []string
-	create := func(p string, content string) {
-		if _, err := os.Stat(filepath.Join(k.root, filepath.FromSlash(p))); !errors.Is(err, fs.ErrNotExist) {
-			problems = append(problems, p+" exists already")
-			return
-		}
-		c[p] = change{after: []byte(content)}
-	}
-	edit := func(p string, f func(string) (string, error)) {
-		before, err := os.ReadFile(filepath.Join(k.root, filepath.FromSlash(p)))
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("could not read %s: %v", p, err))
-			return
-		}
-		after, err := f(string(before))
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: %v", p, err))
-			return
-		}
-		if strings.HasSuffix(p, ".go") {
-			b, err := format.Source([]byte(after))
-			if err != nil {
-				problems = append(problems, fmt.Sprintf("%s does not parse once changed: %v", p, err))
-				return
-			}
-			after = string(b)
-		}
-		c[p] = change{before: before, after: []byte(after)}
-	}
+	cs := newChangeSet(k.root)
+	create, edit := cs.create, cs.edit
 
 	// The new version: the old one's hand-written files, renamed.
 	for _, f := range []string{"doc.go", "register.go", "types.go"} {
 		b, err := os.ReadFile(filepath.Join(k.root, filepath.FromSlash(k.oldDir()), f))
 		if err != nil {
-			problems = append(problems, err.Error())
+			cs.problems = append(cs.problems, err.Error())
 			continue
 		}
 		create(path.Join(k.newDir(), f), strings.ReplaceAll(string(b), k.oldVersion, k.newVersion))
@@ -263,7 +300,7 @@ func (k kind) changes() (map[string]change, []string) {
 	})
 	tests, err := filepath.Glob(filepath.Join(k.root, filepath.FromSlash(op), "integration", "*_test.go"))
 	if err != nil {
-		problems = append(problems, err.Error())
+		cs.problems = append(cs.problems, err.Error())
 	}
 	marked := 0
 	for _, t := range tests {
@@ -278,7 +315,7 @@ func (k kind) changes() (map[string]change, []string) {
 		})
 	}
 	if marked == 0 {
-		problems = append(problems, op+"/integration: no test marks its operator's Config (+kooper:scaffold:test-config): its operators would not serve the conversion webhook the CRD names")
+		cs.problems = append(cs.problems, op+"/integration: no test marks its operator's Config (+kooper:scaffold:test-config): its operators would not serve the conversion webhook the CRD names")
 	}
 	create(op+"/integration/versions_test.go", k.render(versionsTestGo))
 	edit(op+"/README.md", func(s string) (string, error) {
@@ -309,7 +346,7 @@ func (k kind) changes() (map[string]change, []string) {
 		}
 		return addResource(s, "conversion_crd_role.yaml # with its binding: its CA into the CRD, and a policy allowing nothing else")
 	})
-	return c, problems
+	return cs.c, cs.problems
 }
 
 // markStorage marks the old version's kind as the one stored.
@@ -318,8 +355,11 @@ func (k kind) markStorage(s string) (string, error) {
 	if strings.Count(s, decl) != 1 {
 		return "", fmt.Errorf("want one declaration of %s", k.Kind)
 	}
-	return strings.Replace(s, decl, "\n// +kubebuilder:storageversion"+decl, 1), nil
+	return strings.Replace(s, decl, "\n"+storageMarker+decl, 1), nil
 }
+
+// storageMarker marks the version of a kind that the API server stores.
+const storageMarker = "// +kubebuilder:storageversion"
 
 // insertAt inserts text before the line holding the comment "// "+marker,
 // which must be there once, as make new-operator wrote it.

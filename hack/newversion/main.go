@@ -47,6 +47,23 @@
 // and the repository is left as it was; if make generate fails, every file
 // is put back as it was and make generate runs once more.
 //
+// Once the conversion is written and the operator serving it deployed,
+// -store (make store-version NAME=... VERSION=...) makes the new version
+// the one stored and the one the operator reads:
+//
+//	go run ./hack/newversion -store -name web-demo -version v1beta1
+//
+// It moves the +kubebuilder:storageversion mark to the new version's
+// types.go and switches the operator's Go files from the old version's
+// packages to the new one's (the API's, and the clientset's per version:
+// the import paths, the names they are imported as, the clientset's and
+// informers' version methods), but for the files that import both, the
+// conversion webhook's and the versions tests. Then it runs make generate
+// (the CRD stores the new version), putting every file back if that
+// fails, and go vets the operator, naming what to change where the
+// versions' fields differ. What is stored already stays in the old
+// version until make migrate-storage rewrites it, after the upgrade.
+//
 // A third version is not scaffolded: conversion.Between converts between
 // two, and a kind with more converts each to and from one hub version, by
 // hand.
@@ -101,6 +118,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	name := fs.String("name", "", "the operator, as make new-operator named it: operators/<name> (required)")
 	version := fs.String("version", "", "the version to add, e.g. v1beta1 or v2: v<major>[alpha|beta<n>] (required)")
 	root := fs.String("root", "", "the repository to write into (default: the one holding the working directory)")
+	store := fs.Bool("store", false, "make -version, which make new-version added, the version stored and the one the operator reads (make store-version)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -124,12 +142,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "newversion:", err)
 		return errUsage
 	}
-	k, problems := read(repo, *name, *version)
+	k, problems := read(repo, *name, *version, *store)
 	if len(problems) == 0 {
 		var changes map[string]change
-		changes, problems = k.changes()
+		if *store {
+			changes, problems = k.storeChanges()
+		} else {
+			changes, problems = k.changes()
+		}
 		if len(problems) == 0 {
-			return apply(k, changes, stdout, stderr)
+			if *store {
+				return k.applyStore(changes, stdout, stderr)
+			}
+			return apply(k, changes, k.newDir(), stdout, stderr)
 		}
 	}
 	for _, p := range problems {
@@ -174,8 +199,8 @@ type change struct {
 }
 
 // apply writes changes, runs make generate, and puts every file back if it
-// fails.
-func apply(k kind, changes map[string]change, stdout, stderr io.Writer) error {
+// fails (and removes newDir, if it is left empty).
+func apply(k kind, changes map[string]change, newDir string, stdout, stderr io.Writer) error {
 	paths := make([]string, 0, len(changes))
 	for p := range changes {
 		paths = append(paths, p)
@@ -193,8 +218,10 @@ func apply(k kind, changes map[string]change, stdout, stderr io.Writer) error {
 			}
 		}
 		// The new version's directory, empty now.
-		if err := os.Remove(filepath.Join(k.root, "apis", k.short, k.newVersion)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			errs = append(errs, err)
+		if newDir != "" {
+			if err := os.Remove(filepath.Join(k.root, filepath.FromSlash(newDir))); err != nil && !errors.Is(err, os.ErrNotExist) {
+				errs = append(errs, err)
+			}
 		}
 		return errors.Join(errs...)
 	}
@@ -224,7 +251,9 @@ func apply(k kind, changes map[string]change, stdout, stderr io.Writer) error {
 		}
 		return errors.Join(fmt.Errorf("%w; every file was put back as it was", err), undoErr)
 	}
-	fmt.Fprint(stdout, k.nextSteps())
+	if newDir != "" {
+		fmt.Fprint(stdout, k.nextSteps())
+	}
 	return nil
 }
 
@@ -237,7 +266,7 @@ func (k kind) nextSteps() string {
 	fmt.Fprintf(&b, "       go test ./apis/%s/%s/\n", k.short, k.oldVersion)
 	fmt.Fprintf(&b, "  3. Both versions on the local control plane, through the operator's webhook:\n")
 	fmt.Fprintf(&b, "       go test -run 'TestBothVersions|TestRBACConversion' ./operators/%s/integration/\n", k.name)
-	fmt.Fprintf(&b, "  4. Deploy it (make deploy OPERATOR=%s), then switch the storage to %s and migrate (README).\n", k.name, k.newVersion)
+	fmt.Fprintf(&b, "  4. Deploy it (make upgrade OPERATOR=%s IMG=<image>), then store %s (make store-version NAME=%s VERSION=%s) and migrate (README).\n", k.name, k.newVersion, k.name, k.newVersion)
 	fmt.Fprintf(&b, "\nNot done for you: a CHANGELOG line under Unreleased.\n")
 	return b.String()
 }

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kooperkit/kooper/hack/internal/worktree"
+	"github.com/kooperkit/kooper/hack/worktree"
 )
 
 // marker returns an operator's marker comment, built at run time so that

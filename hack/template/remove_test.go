@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kooperkit/kooper/hack/internal/worktree"
+	"github.com/kooperkit/kooper/hack/worktree"
 )
 
 // What remove-operator cannot act on is refused, exit status 2, saying

@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/kooperkit/kooper/hack/envtest"
-	"github.com/kooperkit/kooper/hack/internal/worktree"
+	"github.com/kooperkit/kooper/hack/worktree"
 )
 
 // served is the namespace a namespaced scaffold serves by default.

@@ -14,7 +14,7 @@ import (
 
 	"github.com/kooperkit/kooper/hack/envtest"
 	"github.com/kooperkit/kooper/hack/internal/inventory"
-	"github.com/kooperkit/kooper/hack/internal/worktree"
+	"github.com/kooperkit/kooper/hack/worktree"
 )
 
 // What the journey makes the repository: Acme's platform, which keeps the
@@ -108,7 +108,9 @@ type journey struct {
 // newJourney copies this repository and reads its old names.
 func newJourney(t *testing.T, scaffolds []scaffold) *journey {
 	t.Helper()
-	j := &journey{root: worktree.Copy(t), scaffolds: scaffolds}
+	// At one path from run to run (one per test): what a run compiles in
+	// the copy, the next finds in Go's cache.
+	j := &journey{root: worktree.CopyAt(t, "journey-"+t.Name()), scaffolds: scaffolds}
 	j.oldModule, j.oldSuffix, j.oldName = oldNames(t, j.root)
 	if !strings.Contains(j.oldModule, j.oldName) {
 		t.Fatalf("module path %s does not hold %q, the API groups' suffix %s's first label: the check below would miss it", j.oldModule, j.oldName, j.oldSuffix)
@@ -155,6 +157,8 @@ func (j *journey) scaffoldAndRename(withVersion bool) []step {
 	}
 	if withVersion {
 		steps = append(steps, j.addVersion()...)
+		// The first scaffold's handler reads the new version now.
+		imports[0] = module + "/apis/" + j.scaffolds[0].short + "/v1beta1"
 	}
 	return append(steps,
 		step{name: "rename the module and the API groups' suffix", args: makeArgs("rename", "MODULE="+module, "GROUP_SUFFIX="+groupSuffix),
@@ -178,8 +182,11 @@ func (j *journey) scaffoldAndRename(withVersion bool) []step {
 
 // addVersion gives the first scaffold's kind a second version with make
 // new-version, and writes its conversion as the stubs say: until then, its
-// round trips fail. make test-journey's only (its make generate is about
-// 40 seconds, which make test's short journey has not).
+// round trips fail. Then make store-version makes the new version the one
+// stored and read: the scaffold's integration tests, run later, migrate
+// objects stored in the old one to it (TestStoredObjectsMoveToTheStorageVersion).
+// make test-journey's only (each make generate is about 40 seconds, which
+// make test's short journey has not).
 func (j *journey) addVersion() []step {
 	v := j.scaffolds[0]
 	roundTrips := "./apis/" + v.short + "/v1alpha1/"
@@ -192,6 +199,12 @@ func (j *journey) addVersion() []step {
 			`s#^\t// ((dst|in)\.(Spec|Status) = )#\t\1#`, "apis/" + v.short + "/v1alpha1/conversion.go"}},
 		{name: "its round trips pass", args: []string{"go", "test", "-count=1", roundTrips},
 			want: []string{"ok  \t" + j.oldModule + "/apis/" + v.short + "/v1alpha1"}},
+		{name: "store v1beta1, and have the operator read it", args: makeArgs("store-version", "NAME="+v.name, "VERSION=v1beta1"),
+			want: []string{v.kind + " v1beta1 is the version stored now, and the operator reads it", "make migrate-storage CRD="}},
+		// The storage field that follows the version's name is its own.
+		{name: "the CRD stores v1beta1", args: []string{"awk", `/^    name: v1beta1$/ { v = 1 } v && /^    storage: / { print; exit }`,
+			"manifests/crds/" + v.short + "/" + v.short + "." + j.oldSuffix + "_" + strings.ToLower(v.kind) + "s.yaml"},
+			want: []string{"storage: true"}},
 	}
 }
 

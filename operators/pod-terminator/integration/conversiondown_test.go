@@ -1,25 +1,16 @@
 package integration_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	chaosv1alpha1 "github.com/kooperkit/kooper/apis/chaos/v1alpha1"
@@ -136,10 +127,10 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 	storeAll(t, cluster, chaosv1alpha1.SchemeGroupVersion.String(), old)
 	setStorage(t, cluster, "v1beta1")
 	// endregion: stored
-	if got := storedVersion(t, cluster, "/registry/chaos.kooperkit.io/podterminators/"+old); got != chaosv1alpha1.SchemeGroupVersion.String() {
+	if got := storedVersion(t, cluster, ptKeys+old); got != chaosv1alpha1.SchemeGroupVersion.String() {
 		t.Fatalf("%s is stored in %s, want it in v1alpha1: the test shows nothing", old, got)
 	}
-	if got := storedVersion(t, cluster, "/registry/chaos.kooperkit.io/podterminators/"+current); got != chaosv1beta1.SchemeGroupVersion.String() {
+	if got := storedVersion(t, cluster, ptKeys+current); got != chaosv1beta1.SchemeGroupVersion.String() {
 		t.Fatalf("%s is stored in %s, want it in v1beta1", current, got)
 	}
 
@@ -195,120 +186,31 @@ func TestWhatBreaksWhileTheConversionWebhookIsDown(t *testing.T) {
 	t.Logf("webhook back: v1beta1 lists and v1alpha1 reads work again %s after the operator started", time.Since(began).Round(time.Millisecond))
 }
 
-// setStorage makes version c's CRD's storage version, and waits until the
-// API server has taken the change (the CRD is established again).
+// ptKeys is where etcd holds the PodTerminators.
+const ptKeys = "/registry/chaos.kooperkit.io/podterminators/"
+
+// setStorage makes version c's PodTerminator CRD's storage version
+// (e2etest.SetStorage).
 func setStorage(t *testing.T, c *envtest.Cluster, version string) {
 	t.Helper()
-	crds := apiextensionsclient.NewForConfigOrDie(c.Config()).ApiextensionsV1().CustomResourceDefinitions()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		crd, err := crds.Get(context.Background(), webhook.CRDName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for i := range crd.Spec.Versions {
-			crd.Spec.Versions[i].Storage = crd.Spec.Versions[i].Name == version
-		}
-		_, err = crds.Update(context.Background(), crd, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		t.Fatalf("could not make %s the storage version: %v", version, err)
-	}
-	e2etest.Eventually(t, 30*time.Second, "the CRD stores "+version, func() bool {
-		crd, err := crds.Get(context.Background(), webhook.CRDName, metav1.GetOptions{})
-		if err != nil {
-			return false
-		}
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	})
-	// The API server's handler for the CRD is replaced asynchronously:
-	// a write made too early may still be stored in the previous version.
-	// The tests check what was stored, in etcd.
-	time.Sleep(2 * time.Second)
+	e2etest.SetStorage(t, c.Config(), webhook.CRDName, version)
 }
 
 // storeAll writes each PodTerminator of names that c's etcd holds in
 // another version than version again, unchanged, until all are stored in
-// version. The API server takes a new storage version a moment after the
-// CRD says so (setStorage), and a write made before is stored in the
-// previous one; an unchanged write stores it again, in the new one.
+// version (e2etest.StoreAgain).
 func storeAll(t *testing.T, c *envtest.Cluster, version string, names ...string) {
 	t.Helper()
 	res := dynamic.NewForConfigOrDie(c.Config()).Resource(chaosv1beta1.SchemeGroupVersion.WithResource("podterminators"))
-	waitFor(t, 30*time.Second, "all are stored in "+version, func() error {
-		late := 0
-		for _, name := range names {
-			if storedVersion(t, c, "/registry/chaos.kooperkit.io/podterminators/"+name) == version {
-				continue
-			}
-			late++
-			pt, err := res.Get(context.Background(), name, metav1.GetOptions{})
-			if err == nil {
-				_, _ = res.Patch(context.Background(), name, types.MergePatchType,
-					fmt.Appendf(nil, `{"metadata":{"resourceVersion":%q}}`, pt.GetResourceVersion()), metav1.PatchOptions{})
-			}
-		}
-		if late > 0 {
-			return fmt.Errorf("%d of %d not stored in %s", late, len(names), version)
-		}
-		return nil
-	})
+	e2etest.StoreAgain(t, res, c.EtcdURL(), ptKeys, version, names...)
 }
 
 // storedVersion returns the apiVersion of what c's etcd holds at key.
 func storedVersion(t *testing.T, c *envtest.Cluster, key string) string {
 	t.Helper()
-	got := stored(t, c, key, false)
+	got := e2etest.Stored(t, c.EtcdURL(), key, false)
 	if len(got) != 1 {
 		t.Fatalf("etcd holds %d objects at %s, want 1", len(got), key)
 	}
 	return got[key]
-}
-
-// stored returns the apiVersion of each object c's etcd holds at key, or
-// under it if prefix, read through etcd's JSON gateway: custom resources
-// are stored as JSON.
-func stored(t *testing.T, c *envtest.Cluster, key string, prefix bool) map[string]string {
-	t.Helper()
-	req := map[string]string{"key": base64.StdEncoding.EncodeToString([]byte(key))}
-	if prefix {
-		end := []byte(key)
-		end[len(end)-1]++ // the keys that start with key: [key, end)
-		req["range_end"] = base64.StdEncoding.EncodeToString(end)
-	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.Post(c.EtcdURL()+"/v3/kv/range", "application/json", bytes.NewReader(body))
-	if err != nil {
-		t.Fatalf("could not read %s from etcd: %v", key, err)
-	}
-	defer resp.Body.Close()
-	var got struct {
-		KVs []struct {
-			Key   []byte `json:"key"`   // base64 in JSON
-			Value []byte `json:"value"` // base64 in JSON
-		} `json:"kvs"`
-		More bool `json:"more"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil || got.More {
-		t.Fatalf("could not read %s from etcd: %v (more: %v)", key, err, got.More)
-	}
-	versions := make(map[string]string, len(got.KVs))
-	for _, kv := range got.KVs {
-		var obj struct {
-			APIVersion string `json:"apiVersion"`
-		}
-		if err := json.Unmarshal(kv.Value, &obj); err != nil {
-			t.Fatalf("%s in etcd is not JSON: %v", kv.Key, fmt.Errorf("%w: %.80q", err, kv.Value))
-		}
-		versions[string(kv.Key)] = obj.APIVersion
-	}
-	return versions
 }

@@ -129,7 +129,6 @@ func migrateStoredObjects(t *testing.T, c *envtest.Cluster, method string) {
 		}
 		return err == nil && handled == n
 	})
-	const prefix = "/registry/chaos.kooperkit.io/podterminators/"
 	alphaVersion, betaVersion := chaosv1alpha1.SchemeGroupVersion.String(), chaosv1beta1.SchemeGroupVersion.String()
 	storeAll(t, c, alphaVersion, names...)
 	setStorage(t, c, "v1beta1")
@@ -137,7 +136,7 @@ func migrateStoredObjects(t *testing.T, c *envtest.Cluster, method string) {
 	// The check below finds what a skipped migration leaves: were these
 	// not in v1alpha1, the test would show nothing. The operator may still
 	// write one or two (a handling that was under way), now in v1beta1.
-	before := ours(stored(t, c, prefix, true), names)
+	before := ours(e2etest.Stored(t, c.EtcdURL(), ptKeys, true), names)
 	inAlpha := n - len(notIn(before, alphaVersion))
 	t.Logf("before the migration, %d of the %d objects are stored in v1alpha1", inAlpha, n)
 	if len(before) != n || inAlpha < n-5 {
@@ -183,7 +182,7 @@ func migrateStoredObjects(t *testing.T, c *envtest.Cluster, method string) {
 	if method == storage.MethodRewrite && (report.Listed != n || report.Rewritten < inAlpha || report.Rewritten+report.Already+report.ChangedSince != n) {
 		t.Errorf("listed %d, rewrote %d, found %d stored already and %d written since; want %d listed, and the %d in v1alpha1 rewritten", report.Listed, report.Rewritten, report.Already, report.ChangedSince, n, inAlpha)
 	}
-	after := ours(stored(t, c, prefix, true), names)
+	after := ours(e2etest.Stored(t, c.EtcdURL(), ptKeys, true), names)
 	if bad := notIn(after, betaVersion); len(after) != n || len(bad) != 0 {
 		t.Errorf("etcd holds %d of the %d objects after the migration, %d not in v1beta1: %v", len(after), n, len(bad), bad)
 	}

@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -45,7 +46,67 @@ func Root(t testing.TB) string {
 // temporary directory, removed when the test ends, and returns it.
 func Copy(t testing.TB) string {
 	t.Helper()
-	src, dst := Root(t), t.TempDir()
+	dst := t.TempDir()
+	copyTree(t, Root(t), dst)
+	return dst
+}
+
+// CopyAt is Copy into a directory whose path is the same on every run of
+// the tests of this repository (under the temporary directory, named for
+// name and for where the repository is), emptied first and removed when the
+// test ends. Go's build cache keys what it compiles by the package's
+// directory too: what is built in a copy at a new path each run is
+// compiled again each run, all of the repository's packages, while a copy
+// at the same path finds what the last run compiled. A second copy of the
+// same name at once (another test process, another test) takes a new
+// temporary directory instead, as Copy does: the path is held by an
+// exclusive lock on the file beside it.
+func CopyAt(t testing.TB, name string) string {
+	t.Helper()
+	src := Root(t)
+	sum := sha256.Sum256([]byte(src))
+	dst := filepath.Join(os.TempDir(), "kooper-"+hex.EncodeToString(sum[:4]), name)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(dst+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		_ = lock.Close()
+		t.Logf("%s is in use (%v): copying into a new temporary directory, whose builds are not cached", dst, err)
+		return Copy(t)
+	}
+	// Closing the file releases the lock, after the copy is gone: t.Cleanup
+	// runs last what was registered first.
+	t.Cleanup(func() { _ = lock.Close() })
+	removeAll := func() error {
+		// Go's module cache and tests' read-only files: make every
+		// directory writable first.
+		_ = filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				_ = os.Chmod(p, 0o755)
+			}
+			return nil
+		})
+		return os.RemoveAll(dst)
+	}
+	if err := removeAll(); err != nil {
+		t.Fatalf("could not empty %s, left by an earlier run: %v", dst, err)
+	}
+	t.Cleanup(func() {
+		if err := removeAll(); err != nil {
+			t.Errorf("could not remove the copy %s: %v", dst, err)
+		}
+	})
+	copyTree(t, src, dst)
+	return dst
+}
+
+// copyTree copies the work tree's files from src into dst.
+func copyTree(t testing.TB, src, dst string) {
+	t.Helper()
 	files, err := files(src)
 	if err != nil {
 		t.Fatalf("could not list the work tree: %v", err)
@@ -59,7 +120,6 @@ func Copy(t testing.TB) string {
 			t.Fatalf("could not copy the work tree: %v", err)
 		}
 	}
-	return dst
 }
 
 // files lists the work tree's files, relative to root: git's tracked and
