@@ -257,13 +257,20 @@ func TestAVersionIsAdded(t *testing.T) {
 	}
 
 	// Once is enough: a second run refuses, and changes nothing.
+	refused(t, root, []string{"-name", "web-demo", "-version", "v2"}, "apis/webapps holds the versions v1alpha1, v1beta1")
+}
+
+// refused runs the command in root with args and checks that it refuses
+// them, saying want and that nothing was written, and changes nothing.
+func refused(t *testing.T, root string, args []string, want string) {
+	t.Helper()
 	before := tree(t, root)
-	stderr.Reset()
-	if err := run([]string{"-root", root, "-name", "web-demo", "-version", "v2"}, io.Discard, &stderr); !errors.Is(err, errUsage) {
-		t.Fatalf("a second run: got %v, want it refused", err)
+	var stderr bytes.Buffer
+	if err := run(append([]string{"-root", root}, args...), io.Discard, &stderr); !errors.Is(err, errUsage) {
+		t.Fatalf("got %v, want the command line refused", err)
 	}
-	if !strings.Contains(stderr.String(), "apis/webapps holds the versions v1alpha1, v1beta1") {
-		t.Errorf("a second run says:\n%s", stderr.String())
+	if !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "nothing was written") {
+		t.Errorf("it says:\n%s\nwant %q and that nothing was written", stderr.String(), want)
 	}
 	if after := tree(t, root); !maps.Equal(before, after) {
 		t.Error("a refused run changed the repository")
@@ -300,19 +307,7 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			calls := stubGenerate(t)
-			root := writeFixture(t, tt.change)
-			before := tree(t, root)
-			var stderr bytes.Buffer
-			err := run(append([]string{"-root", root}, tt.args...), io.Discard, &stderr)
-			if !errors.Is(err, errUsage) {
-				t.Fatalf("got %v, want the command line refused", err)
-			}
-			if !strings.Contains(stderr.String(), tt.want) || !strings.Contains(stderr.String(), "nothing was written") {
-				t.Errorf("it says:\n%s\nwant %q and that nothing was written", stderr.String(), tt.want)
-			}
-			if after := tree(t, root); !maps.Equal(before, after) {
-				t.Error("a refused run changed the repository")
-			}
+			refused(t, writeFixture(t, tt.change), tt.args, tt.want)
 			if *calls != 0 {
 				t.Errorf("make generate ran %d times, want never", *calls)
 			}

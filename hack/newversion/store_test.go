@@ -119,16 +119,7 @@ func TestTheNewVersionIsStoredAndRead(t *testing.T) {
 	}
 
 	// Once is enough: a second run refuses, and changes nothing.
-	stderr.Reset()
-	if err := run([]string{"-root", root, "-store", "-name", "web-demo", "-version", "v1beta1"}, io.Discard, &stderr); !errors.Is(err, errUsage) {
-		t.Fatalf("a second run: got %v, want it refused", err)
-	}
-	if !strings.Contains(stderr.String(), "the operator reads v1beta1 already") {
-		t.Errorf("a second run says:\n%s", stderr.String())
-	}
-	if again := tree(t, root); !maps.Equal(got, again) {
-		t.Error("a refused run changed the repository")
-	}
+	refused(t, root, []string{"-store", "-name", "web-demo", "-version", "v1beta1"}, "the operator reads v1beta1 already")
 }
 
 func TestStoreRefusals(t *testing.T) {
@@ -161,19 +152,8 @@ func TestStoreRefusals(t *testing.T) {
 			if tt.change != nil {
 				tt.change(root)
 			}
-			before := tree(t, root)
 			generated, built := stubGenerate(t), stubBuild(t, nil)
-			var stderr bytes.Buffer
-			err := run(append([]string{"-root", root, "-store", "-name", "web-demo"}, tt.args...), io.Discard, &stderr)
-			if !errors.Is(err, errUsage) {
-				t.Fatalf("got %v, want the command line refused", err)
-			}
-			if !strings.Contains(stderr.String(), tt.want) || !strings.Contains(stderr.String(), "nothing was written") {
-				t.Errorf("it says:\n%s\nwant %q and that nothing was written", stderr.String(), tt.want)
-			}
-			if after := tree(t, root); !maps.Equal(before, after) {
-				t.Error("a refused run changed the repository")
-			}
+			refused(t, root, append([]string{"-store", "-name", "web-demo"}, tt.args...), tt.want)
 			if *generated != 0 || *built != 0 {
 				t.Errorf("make generate ran %d times and the build %d, want never", *generated, *built)
 			}
