@@ -19,7 +19,8 @@ import (
 
 // storeChanges returns the files make store-version changes, or why it
 // cannot: the storage mark moved from the stored version to the new one,
-// and the operator's Go files switched from the one to the other.
+// and the operator's Go files and example switched from the one to the
+// other.
 func (k kind) storeChanges() (map[string]change, []string) {
 	cs := newChangeSet(k.root)
 	cs.edit(path.Join(k.oldDir(), "types.go"), func(s string) (string, error) {
@@ -32,6 +33,16 @@ func (k kind) storeChanges() (map[string]change, []string) {
 	cs.edit(path.Join(k.newDir(), "types.go"), k.markStorage)
 
 	op := "operators/" + k.name
+	// The operator's example (make run applies it) in the version stored
+	// and read: written in the other, it needs the conversion webhook,
+	// which the dev loop registers as the operator starts.
+	example := op + "/example.yaml"
+	if _, err := os.Stat(filepath.Join(k.root, filepath.FromSlash(example))); err == nil {
+		cs.edit(example, func(s string) (string, error) {
+			from, to := "apiVersion: "+k.group+"/"+k.oldVersion+"\n", "apiVersion: "+k.group+"/"+k.newVersion+"\n"
+			return strings.ReplaceAll(s, from, to), nil
+		})
+	}
 	err := filepath.WalkDir(filepath.Join(k.root, filepath.FromSlash(op)), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
 			return err

@@ -53,6 +53,7 @@ func withVersion(t *testing.T) string {
 	stubGenerate(t)
 	root := writeFixture(t, func(f map[string]string) {
 		f["operators/web-demo/internal/handler/handler.go"] = handlerGo
+		f["operators/web-demo/example.yaml"] = "apiVersion: webapps.example.com/v1alpha1\nkind: WebApp\n"
 	})
 	var stderr bytes.Buffer
 	if err := run([]string{"-root", root, "-name", "web-demo", "-version", "v1beta1"}, io.Discard, &stderr); err != nil {
@@ -78,6 +79,7 @@ func TestTheNewVersionIsStoredAndRead(t *testing.T) {
 		has, lost []string
 	}{
 		{"apis/webapps/v1alpha1/types.go", nil, []string{storageMarker}},
+		{"operators/web-demo/example.yaml", []string{"apiVersion: webapps.example.com/v1beta1\n"}, []string{"v1alpha1"}},
 		{"apis/webapps/v1beta1/types.go", []string{storageMarker + "\ntype WebApp struct {"}, nil},
 		{"operators/web-demo/internal/operator/operator.go", []string{
 			`webappsv1beta1 "example.com/shop/apis/webapps/v1beta1"`,

@@ -10,6 +10,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -269,7 +270,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 			continue
 		}
 		say("kubectl apply -f %s", p.example)
-		if err := kc.run(ctx, "apply", "-f", example); err != nil {
+		if err := kc.apply(ctx, example, 30*time.Second); err != nil {
 			return fmt.Errorf("could not apply %s: %w", p.example, err)
 		}
 		examples = append(examples, example)
@@ -302,6 +303,29 @@ func (k kubectlCmd) run(ctx context.Context, args ...string) error {
 	cmd := exec.CommandContext(ctx, k.bin, append([]string{"--kubeconfig", k.kubeconfig}, args...)...)
 	cmd.Stdout, cmd.Stderr = k.out, k.out
 	return cmd.Run()
+}
+
+// apply runs kubectl apply -f file until it succeeds, for up to wait: an
+// operator serving a conversion webhook points its CRD at itself as it
+// starts (the dev loop), and until then an object in a version the API
+// server does not store cannot be written. Only the last try's output is
+// shown.
+func (k kubectlCmd) apply(ctx context.Context, file string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		var out bytes.Buffer
+		try := k
+		try.out = &out
+		err := try.run(ctx, "apply", "-f", file)
+		if err == nil || ctx.Err() != nil || time.Now().After(deadline) {
+			_, _ = k.out.Write(out.Bytes())
+			return err
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 func hasYAML(dir string) bool {
