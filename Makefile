@@ -62,7 +62,7 @@ run: build ## Start a local control plane with the sample programs at work; Ctrl
 # The dev cluster keeps its kubeconfig, pid file and webhook certificate in
 # .devcluster/ (hack/devcluster).
 .PHONY: devcluster
-devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/crds) for your own operator: -kubeconfig .devcluster/kubeconfig, webhooks served on 127.0.0.1; Ctrl-C or make devcluster-stop stops it (DEVCLUSTER_ARGS='-nodes N').
+devcluster: ## Only the local control plane (kwok nodes, the CRDs of manifests/crds) for your own operator: -kubeconfig .devcluster/kubeconfig, webhooks served on 127.0.0.1; Ctrl-C or make devcluster-stop stops it (DEVCLUSTER_ARGS='-nodes N', or '-pods' for one node that runs pods from bin/images as processes, as root).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
 	$(GO) run ./hack/devcluster $(DEVCLUSTER_ARGS)
 
@@ -134,10 +134,11 @@ LONGEST_FIRST := /docs/integration$$|/operators/pod-terminator/integration$$|/ha
 # to make test-journey, which CI runs after make test.
 JOURNEY := TestTheJourneyToARepositoryOfYourOwn
 # UPGRADE is the pod-terminator's upgrade from its last release before
-# v1beta1, built from this repository's history (manifests/integration):
-# a few minutes, and a clone without the history cannot run it, so make
-# test-upgrade runs it, which CI runs after make test.
-UPGRADE := TestAnUpgradeLosesNothing
+# v1beta1, built from this repository's history (manifests/integration),
+# and the API versions tutorial's, run as its reader runs it
+# (docs/integration): minutes each, and a clone without the history cannot
+# run them, so make test-upgrade runs them, which CI runs after make test.
+UPGRADE := TestAnUpgradeLosesNothing|TestTheTutorialsUpgradesRun
 # LONG are the tests make test leaves to the targets above.
 LONG := ^($(JOURNEY)|$(UPGRADE))$$
 # grafana/ is its own module (the PromQL parser and the image packages stay
@@ -183,9 +184,11 @@ test-journey: prometheus workspace ## The newcomer's whole journey on a copy of 
 
 # +kooper:operator-begin=pod-terminator
 .PHONY: test-upgrade
-test-upgrade: prometheus workspace ## The pod-terminator upgraded from its last release before v1beta1 (built from this repository's history) to this tree under procnode, as make upgrade does, while a writer writes through both versions: nothing refused, lost or handled twice at once (a few minutes; CI runs it after make test).
-	@$(MAKE) --no-print-directory controlplane
-	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -count=1 -timeout 30m -run '^$(UPGRADE)$$' ./manifests/integration
+test-upgrade: prometheus workspace ## The pod-terminator upgraded from its last release before v1beta1 (built from this repository's history) to this tree under procnode, as make upgrade does, while a writer writes through both versions: nothing refused, lost or handled twice at once; then the API versions tutorial's upgrade, as its reader runs it (about ten minutes; CI runs it after make test).
+	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1
+	@# One package at a time: each builds images and runs pods on a node
+	@# of its own.
+	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -p 1 -count=1 -timeout 40m -run '^($(UPGRADE))$$' ./manifests/integration ./docs/integration
 # +kooper:operator-end=pod-terminator
 
 # _test-image runs hack/image's tests (its own module): they render

@@ -21,36 +21,17 @@ const root = "../.."
 // writes and its dev cluster (make devcluster, in the background) are its
 // own; the copies are made at one path, one after the other.
 func TestTheTutorialsRun(t *testing.T) {
-	abs, err := filepath.Abs(root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tutorials, err := filepath.Glob(filepath.Join(abs, "docs", "tutorial-*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(tutorials) == 0 {
-		t.Fatal("no docs/tutorial-*.md")
-	}
-	// Stop in time to interrupt what runs in the background: go test's
-	// -timeout kills the test binary, not the processes it started.
-	ctx := context.Background()
-	if deadline, ok := t.Deadline(); ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Minute))
-		defer cancel()
-	}
+	ctx, tutorials := tutorials(t)
 	var total result
 	for _, path := range tutorials {
 		name := filepath.Base(path)
 		t.Run(strings.TrimSuffix(name, ".md"), func(t *testing.T) {
-			md, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			blocks, err := parse(string(md))
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
+			blocks := parseFile(t, path)
+			// Those make test-upgrade runs, TestTheTutorialsUpgradesRun.
+			for i := range blocks {
+				if blocks[i].upgrade && blocks[i].skip == "" {
+					blocks[i].skip = "make test-upgrade runs it"
+				}
 			}
 			// One path for every tutorial and every run: what one
 			// tutorial's go run built, the next finds in Go's cache.
@@ -61,10 +42,50 @@ func TestTheTutorialsRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s, %v", name, err)
 			}
-			t.Logf("%s: %d shell blocks ran, %d marked not runnable", name, res.ran, res.skipped)
+			t.Logf("%s: %d shell blocks ran, %d marked not runnable or left to make test-upgrade", name, res.ran, res.skipped)
 		})
 	}
-	t.Logf("the tutorials: %d shell blocks ran, %d marked not runnable", total.ran, total.skipped)
+	t.Logf("the tutorials: %d shell blocks ran, %d marked not runnable or left to make test-upgrade", total.ran, total.skipped)
+}
+
+// tutorials returns the paths of docs/tutorial-*.md, and a context that
+// ends a minute before the test's deadline: in time to interrupt what
+// runs in the background, since go test's -timeout kills the test binary,
+// not the processes it started.
+func tutorials(t *testing.T) (context.Context, []string) {
+	t.Helper()
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths, err := filepath.Glob(filepath.Join(abs, "docs", "tutorial-*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) == 0 {
+		t.Fatal("no docs/tutorial-*.md")
+	}
+	ctx := context.Background()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-time.Minute))
+		t.Cleanup(cancel)
+	}
+	return ctx, paths
+}
+
+// parseFile returns the shell blocks of the tutorial at path.
+func parseFile(t *testing.T, path string) []block {
+	t.Helper()
+	md, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := parse(string(md))
+	if err != nil {
+		t.Fatalf("%s: %v", filepath.Base(path), err)
+	}
+	return blocks
 }
 
 func TestParse(t *testing.T) {
@@ -98,6 +119,27 @@ func TestParse(t *testing.T) {
 		{
 			name: "Go and YAML blocks are not run",
 			md:   "```go\nfunc main() {}\n```\n```yaml\na: b\n```\n",
+		},
+		{
+			name: "clauses combined",
+			md: "<!-- run: with make test-upgrade; in the background until \"ready\" -->\n```sh\nmake devcluster DEVCLUSTER_ARGS=-pods\n```\n" +
+				"<!-- run: exits non-zero; with make test-upgrade -->\n```sh\nfalse\n```\n",
+			want: []block{{line: 2, script: "make devcluster DEVCLUSTER_ARGS=-pods", readyWhen: "ready", upgrade: true}, {line: 6, script: "false", fails: true, upgrade: true}},
+		},
+		{
+			name: "a reason is whole, whatever it holds",
+			md:   "<!-- run: not runnable: needs root; with make test-upgrade it runs -->\n```sh\ntrue\n```\n",
+			want: []block{{line: 2, script: "true", skip: "needs root; with make test-upgrade it runs"}},
+		},
+		{
+			name:    "in the background and refused",
+			md:      "<!-- run: exits non-zero; in the background until \"x\" -->\n```sh\ntrue\n```\n",
+			wantErr: "cannot be one that exits non-zero",
+		},
+		{
+			name:    "an unknown clause among known ones",
+			md:      "<!-- run: with make test-upgrade; as root -->\n```sh\ntrue\n```\n",
+			wantErr: `unknown directive "as root"`,
 		},
 		{
 			name:    "an unknown directive",
@@ -138,7 +180,7 @@ func TestParse(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.EqualFunc(got, tc.want, func(a, b block) bool {
-				return a.line == b.line && a.script == b.script && slices.Equal(a.expect, b.expect) && a.skip == b.skip && a.readyWhen == b.readyWhen && a.fails == b.fails
+				return a.line == b.line && a.script == b.script && slices.Equal(a.expect, b.expect) && a.skip == b.skip && a.readyWhen == b.readyWhen && a.fails == b.fails && a.upgrade == b.upgrade
 			}) {
 				t.Errorf("got %+v\nwant %+v", got, tc.want)
 			}

@@ -35,6 +35,13 @@ type block struct {
 	// refusal, so it must end with a non-zero status (its last command's,
 	// or the first failing one's) and print its expected output.
 	fails bool
+	// upgrade is set by `<!-- run: with make test-upgrade -->`: the block
+	// needs what make test-upgrade has and make test may not (the
+	// repository's history, root for pods run as processes), so
+	// TestTheTutorialsUpgradesRun runs it, with the others so marked, and
+	// TestTheTutorialsRun does not. It combines with the clauses above,
+	// after "; ".
+	upgrade bool
 }
 
 var (
@@ -42,7 +49,34 @@ var (
 	notRun    = regexp.MustCompile(`^not runnable: (\S.*)$`)
 	untilText = regexp.MustCompile(`^in the background until "([^"]+)"$`)
 	failing   = "exits non-zero"
+	upgrading = "with make test-upgrade"
 )
+
+// clauses sets b's fields from a directive's text: "not runnable: REASON"
+// (the rest is the reason, whatever it holds), or clauses separated by
+// "; ".
+func clauses(b *block, text string) error {
+	if m := notRun.FindStringSubmatch(text); m != nil {
+		b.skip = m[1]
+		return nil
+	}
+	for c := range strings.SplitSeq(text, "; ") {
+		switch {
+		case untilText.MatchString(c):
+			b.readyWhen = untilText.FindStringSubmatch(c)[1]
+		case c == failing:
+			b.fails = true
+		case c == upgrading:
+			b.upgrade = true
+		default:
+			return fmt.Errorf(`unknown directive %q: want "not runnable: REASON", or one or more of "in the background until \"TEXT\"", %q and %q, separated by "; "`, c, failing, upgrading)
+		}
+	}
+	if b.readyWhen != "" && b.fails {
+		return fmt.Errorf("%q: a block in the background cannot be one that exits non-zero", text)
+	}
+	return nil
+}
 
 // parse returns the shell blocks (```sh or ```bash) of a tutorial, with the
 // directives before them and the output that follows them.
@@ -60,15 +94,8 @@ func parse(md string) ([]block, error) {
 				return nil, fmt.Errorf("line %d: a second directive before a shell block (line %d has one)", i+1, pending.line)
 			}
 			pending = &block{line: i + 1}
-			switch {
-			case notRun.MatchString(m[1]):
-				pending.skip = notRun.FindStringSubmatch(m[1])[1]
-			case untilText.MatchString(m[1]):
-				pending.readyWhen = untilText.FindStringSubmatch(m[1])[1]
-			case m[1] == failing:
-				pending.fails = true
-			default:
-				return nil, fmt.Errorf(`line %d: unknown directive %q: want "not runnable: REASON", "in the background until \"TEXT\"" or %q`, i+1, m[1], failing)
+			if err := clauses(pending, m[1]); err != nil {
+				return nil, fmt.Errorf("line %d: %w", i+1, err)
 			}
 			continue
 		}
@@ -94,7 +121,7 @@ func parse(md string) ([]block, error) {
 		case "sh", "bash":
 			b := block{line: start + 1, script: strings.Join(body, "\n")}
 			if pending != nil {
-				b.skip, b.readyWhen, b.fails = pending.skip, pending.readyWhen, pending.fails
+				b.skip, b.readyWhen, b.fails, b.upgrade = pending.skip, pending.readyWhen, pending.fails, pending.upgrade
 				pending = nil
 			}
 			blocks = append(blocks, b)

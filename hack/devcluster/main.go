@@ -16,6 +16,14 @@
 // kubeconfig, serves its webhook on 127.0.0.1 with it and registers itself
 // with a URL and that CA (operators/internal/devloop) while it runs.
 //
+// Pods: kwok's nodes run nothing, which is all an operator run from a shell
+// needs. To deploy operators from their images instead (make deploy, make
+// upgrade), -pods starts one node of package procnode in their place,
+// which runs pods as processes (Linux and root), from the image tarballs
+// -images names, each known by its tag (make image IMG=..., pods.go).
+// -crds=false leaves manifests/crds unapplied, for a release that applies
+// its own.
+//
 // The cluster's data, certificates and logs stay in a temporary directory,
 // removed when it stops: each start is a fresh, empty cluster.
 package main
@@ -34,6 +42,7 @@ import (
 	"time"
 
 	"github.com/kooperkit/kooper/hack/envtest"
+	"github.com/kooperkit/kooper/hack/envtest/procnode"
 	"github.com/kooperkit/kooper/hack/internal/terminal"
 )
 
@@ -60,6 +69,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	root := fs.String("root", ".", "the repository: manifests/crds is applied from here")
 	dir := fs.String("dir", "", "where the kubeconfig and the pid file go (default: .devcluster under -root)")
 	nodes := fs.Int("nodes", 3, "kwok-simulated nodes")
+	pods := fs.Bool("pods", false, "instead of kwok's nodes, one node that runs pods as processes (package procnode; Linux and root): for operators deployed from their images, make deploy and make upgrade")
+	images := fs.String("images", "bin/images", "with -pods, the image tarballs the node has, comma-separated: files, or directories whose *.tar are taken; each image is known by its tag (make image IMG=...)")
+	crds := fs.Bool("crds", true, "apply manifests/crds at start; -crds=false leaves them to what you deploy, such as a release older than this tree")
 	stop := fs.Bool("stop", false, "stop the dev cluster running with this -dir and wait until it has exited (make devcluster-stop)")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: make devcluster [DEVCLUSTER_ARGS='flags'], make devcluster-stop")
@@ -75,15 +87,49 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if *stop {
 		return stopRunning(ctx, *dir, say)
 	}
-	return serve(ctx, *root, *dir, *nodes, out, say)
+	c := config{root: *root, dir: *dir, nodes: *nodes, crds: *crds}
+	if *pods {
+		nodesSet := false
+		fs.Visit(func(f *flag.Flag) { nodesSet = nodesSet || f.Name == "nodes" })
+		if nodesSet && *nodes > 0 {
+			return errors.New("-pods and -nodes: a dev cluster runs pods on kwok's nodes (nothing runs) or on one node as processes (-pods), not both: the scheduler would place an operator's replicas on either")
+		}
+		var paths []string
+		for p := range strings.SplitSeq(*images, ",") {
+			if p = strings.TrimSpace(p); p != "" && !filepath.IsAbs(p) {
+				p = filepath.Join(*root, p)
+			}
+			if p != "" {
+				paths = append(paths, p)
+			}
+		}
+		var err error
+		if c.images, err = nodeImages(paths); err != nil {
+			return err
+		}
+		c.pods = true
+	}
+	return serve(ctx, c, out, say)
+}
+
+// config is what a dev cluster runs.
+type config struct {
+	root, dir string
+	nodes     int
+	// crds applies manifests/crds at start.
+	crds bool
+	// pods runs one procnode node with images instead of kwok's nodes.
+	pods   bool
+	images map[string]procnode.Image
 }
 
 // serve starts the cluster, applies the CRDs, writes the kubeconfig and
 // waits until ctx is done; then it stops everything and removes the
 // kubeconfig and the pid file.
-func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say func(string, ...any)) error {
+func serve(ctx context.Context, c config, out io.Writer, say func(string, ...any)) error {
+	root, dir, nodes := c.root, c.dir, c.nodes
 	crds := filepath.Join(root, "manifests", "crds")
-	if _, err := os.Stat(filepath.Join(crds, "kustomization.yaml")); err != nil {
+	if _, err := os.Stat(filepath.Join(crds, "kustomization.yaml")); c.crds && err != nil {
 		return fmt.Errorf("no %s/kustomization.yaml: run from the repository or pass -root (%w)", crds, err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -104,9 +150,15 @@ func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say 
 	// stops, the pid file after.
 	defer func() { _ = os.Remove(pidPath) }()
 
-	say("starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes", nodes)
+	opts := envtest.Options{Nodes: nodes, Progress: out}
+	if c.pods {
+		opts = podsOptions(opts)
+		say("starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, and a node that runs pods as processes")
+	} else {
+		say("starting a local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with %d nodes", nodes)
+	}
 	began := time.Now()
-	cluster, err := envtest.Start(ctx, envtest.Options{Nodes: nodes, Progress: out})
+	cluster, err := envtest.Start(ctx, opts)
 	if err != nil {
 		if ctx.Err() != nil {
 			say("stopped before it was ready")
@@ -124,15 +176,34 @@ func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say 
 	}()
 	say("data and logs in %s (removed when it stops)", cluster.Dir())
 
-	kubectl := kubectlPath(cluster.BinDir())
-	names, err := applyCRDs(ctx, cluster, kubectl, crds)
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
+	if c.pods {
+		stopNode, err := startNode(ctx, cluster, c.images, out)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
 		}
-		return err
+		// Before the cluster stops: the node deletes its pods.
+		defer func() {
+			if err := stopNode(); err != nil {
+				say("%v", err)
+			}
+		}()
+		say("node %s runs pods as processes, from the images %s", nodeName, strings.Join(tags(c.images), ", "))
 	}
-	say("applied %s: %s established", crds, strings.Join(names, ", "))
+
+	kubectl := kubectlPath(cluster.BinDir())
+	if c.crds {
+		names, err := applyCRDs(ctx, cluster, kubectl, crds)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		say("applied %s: %s established", crds, strings.Join(names, ", "))
+	}
 	// Before the kubeconfig, which says the dev cluster is ready, and
 	// removed after it.
 	webhooks := filepath.Join(dir, webhookDir)
@@ -146,6 +217,9 @@ func serve(ctx context.Context, root, dir string, nodes int, out io.Writer, say 
 	defer func() { _ = os.Remove(kubeconfig) }()
 
 	say("dev cluster ready in %.1fs; kubeconfig: %s", time.Since(began).Seconds(), kubeconfig)
+	if c.pods {
+		fmt.Fprintf(out, "    deploy:         make deploy OPERATOR=<name> IMG=<one of the images above> KUBECTL=%s KUBECONFIG=%s\n", kubectlName(kubectl, workDir()), kubeconfig)
+	}
 	// One replica: no namespace is there for a leader-election Lease.
 	fmt.Fprintf(out, "    your operator:  go run ./operators/<name>/cmd/<name> -kubeconfig %s -leader-elect=false\n", kubeconfig)
 	fmt.Fprintf(out, "    its webhook:    served on 127.0.0.1 with %s/%s, registered by the operator while it runs\n", webhooks, webhookCert)
