@@ -2,16 +2,16 @@ package main
 
 import (
 	"fmt"
-	"image"
 	"image/color"
-	"image/draw"
-	"image/png"
 	"math"
-	"os"
+	"time"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/kooperkit/kooper/bench/internal/chart"
 )
 
 // bar is one implementation's line in the chart.
@@ -20,57 +20,118 @@ type bar struct {
 	p50, p99 float64 // milliseconds
 }
 
-// writePNG draws p50 and p99 per implementation as horizontal bars on a
-// logarithmic scale from 0.1 ms to 10 s, and writes the PNG to path.
+// Chart size in pixels, and the range of its log-scale axis in
+// milliseconds.
+const (
+	chartWidth  = 760
+	chartHeight = 340
+	axisLow     = 0.1
+	axisHigh    = 10000
+)
+
+// Colors of the two percentiles.
+var (
+	p50Color = color.RGBA{70, 130, 180, 255}
+	p99Color = color.RGBA{230, 120, 40, 255}
+)
+
+// writePNG draws p50 and p99 per implementation (freshPlot) and writes the
+// chart to path: a PNG, or another format if the extension names one (see
+// chart.Page.Save).
 func writePNG(path string, bars []bar) error {
-	const (
-		left, top, rowH, width = 190, 40, 34, 760
-		lo, hi                 = -1.0, 4.0 // log10 of milliseconds
-	)
-	height := top + rowH*len(bars) + 40
-	img := image.NewRGBA(image.Rect(0, 0, width, height))
-	draw.Draw(img, img.Bounds(), image.NewUniform(color.White), image.Point{}, draw.Src)
-	text(img, 10, 20, "time from creation to handling, 100 objects created during a 10,000-object backlog (log scale)", color.Black)
-	x := func(msec float64) int {
-		v := math.Log10(math.Max(msec, 0.1))
-		return left + int((v-lo)/(hi-lo)*float64(width-left-20))
-	}
-	for i, tick := range []float64{0.1, 1, 10, 100, 1000, 10000} {
-		px := x(tick)
-		fill(img, image.Rect(px, top-5, px+1, top+rowH*len(bars)), color.RGBA{220, 220, 220, 255})
-		text(img, px-10, top+rowH*len(bars)+15, []string{"0.1ms", "1ms", "10ms", "100ms", "1s", "10s"}[i], color.Black)
-	}
-	p50c, p99c := color.RGBA{70, 130, 180, 255}, color.RGBA{230, 120, 40, 255}
-	for i, b := range bars {
-		y := top + i*rowH
-		text(img, 10, y+18, b.name, color.Black)
-		fill(img, image.Rect(left, y+4, x(b.p50), y+14), p50c)
-		fill(img, image.Rect(left, y+16, x(b.p99), y+26), p99c)
-		label := fmt.Sprintf("p50 %.1fms  p99 %.1fms", b.p50, b.p99)
-		if lx := x(b.p99) + 5; lx+7*len(label) < width {
-			text(img, lx, y+26, label, color.Black)
-		} else {
-			text(img, x(b.p50)-7*len(label)-5, y+14, label, color.White) // inside a long bar
-		}
-	}
-	text(img, left, height-8, "p50", p50c)
-	text(img, left+40, height-8, "p99", p99c)
-	f, err := os.Create(path)
+	p, err := freshPlot(bars)
 	if err != nil {
 		return err
 	}
-	if err := png.Encode(f, img); err != nil {
-		_ = f.Close()
-		return err
+	pg := chart.Page{
+		Title:  "time from creation to handling, 100 objects created during a 10,000-object backlog (log scale)",
+		Plots:  [][]*plot.Plot{{p}},
+		Width:  chartWidth,
+		Height: chartHeight,
 	}
-	return f.Close()
+	return pg.Save(path)
 }
 
-func fill(img *image.RGBA, r image.Rectangle, c color.RGBA) {
-	draw.Draw(img, r, image.NewUniform(c), image.Point{}, draw.Src)
+// freshPlot plots p50 and p99 per implementation as pairs of horizontal
+// bars, the first implementation on top, on a logarithmic scale from
+// 0.1 ms to 10 s; each bar is labelled with its value.
+func freshPlot(bars []bar) (*plot.Plot, error) {
+	if len(bars) == 0 {
+		return nil, fmt.Errorf("no implementation to chart")
+	}
+	p := chart.New()
+	p.X.Scale = floorLogScale{}
+	p.X.Tick.Marker = plot.TickerFunc(durationTicks)
+	p.X.Label.Text = "time from creation to handling (log scale)"
+	p.Add(chart.Grid(false))
+
+	width := chart.Pixels(12)
+	names := make([]string, len(bars))
+	for _, pc := range []struct {
+		name   string
+		value  func(bar) float64
+		color  color.Color
+		offset vg.Length // the p50 bar above the p99 one
+	}{
+		{"p50", func(b bar) float64 { return b.p50 }, p50Color, width / 2},
+		{"p99", func(b bar) float64 { return b.p99 }, p99Color, -width / 2},
+	} {
+		values := make(plotter.Values, len(bars))
+		labels := plotter.XYLabels{XYs: make(plotter.XYs, len(bars)), Labels: make([]string, len(bars))}
+		for i, b := range bars {
+			y := len(bars) - 1 - i
+			names[y] = b.name
+			values[y] = pc.value(b)
+			labels.XYs[y] = plotter.XY{X: values[y], Y: float64(y)}
+			labels.Labels[y] = fmt.Sprintf("%s %.1f ms", pc.name, values[y])
+		}
+		bc, err := plotter.NewBarChart(values, width)
+		if err != nil {
+			return nil, fmt.Errorf("could not plot the %s bars: %w", pc.name, err)
+		}
+		bc.Horizontal, bc.Color, bc.Offset, bc.LineStyle.Width = true, pc.color, pc.offset, 0
+		l, err := plotter.NewLabels(labels)
+		if err != nil {
+			return nil, fmt.Errorf("could not label the %s bars: %w", pc.name, err)
+		}
+		for i := range l.TextStyle {
+			l.TextStyle[i] = chart.Text(8, chart.TextColor)
+			l.TextStyle[i].YAlign = draw.YCenter
+		}
+		l.Offset = vg.Point{X: vg.Points(3), Y: pc.offset}
+		p.Add(bc, l)
+		p.Legend.Add(pc.name, bc)
+	}
+
+	p.NominalY(names...)
+	p.Y.Tick.Label.Color = chart.TextColor
+	p.Y.Min, p.Y.Max = -0.5, float64(len(bars))-0.5
+	p.X.Min, p.X.Max = axisLow, axisHigh
+	p.Legend.Top = true
+	return p, nil
 }
 
-func text(img *image.RGBA, x, y int, s string, c color.Color) {
-	d := font.Drawer{Dst: img, Src: image.NewUniform(c), Face: basicfont.Face7x13, Dot: fixed.P(x, y)}
-	d.DrawString(s)
+// floorLogScale is plot.LogScale for values at or above the axis's
+// minimum, and puts smaller ones, such as the 0 a bar starts from, at the
+// minimum.
+type floorLogScale struct{}
+
+// Normalize implements plot.Normalizer.
+func (floorLogScale) Normalize(low, high, v float64) float64 {
+	return plot.LogScale{}.Normalize(low, high, math.Max(v, low))
+}
+
+// durationTicks are plot.LogTicks over milliseconds, labelled as
+// durations: 100µs, 1ms, ... 10s.
+func durationTicks(low, high float64) []plot.Tick {
+	// LogTicks starts at 10 to the power of log10(low) truncated toward
+	// zero, and math.Log10(0.1) is a hair above -1: asked from a hair below
+	// low, it starts at low itself.
+	ticks := plot.LogTicks{}.Ticks(low*(1-1e-6), high)
+	for i, t := range ticks {
+		if !t.IsMinor() {
+			ticks[i].Label = time.Duration(t.Value * float64(time.Millisecond)).String()
+		}
+	}
+	return ticks
 }

@@ -1,6 +1,7 @@
 // Command promplot queries a Prometheus server over its HTTP API and writes a
 // PNG line chart of Kooper controller series, so the docs can show what an
-// operator looks like under load without a Grafana.
+// operator looks like under load without a Grafana. The chart is drawn with
+// gonum.org/v1/plot; an -out path ending in .svg writes an SVG instead.
 //
 // Usage, from the grafana module:
 //
@@ -25,5 +26,6 @@
 //
 // The output is deterministic: the same samples give the same PNG bytes. The
 // y axis starts at 0 when every value is non-negative, so a chart does not
-// magnify noise; NaN and ±Inf samples, and missing steps, break a line.
+// magnify noise; NaN and ±Inf samples, and missing steps, break a line, and a
+// lone sample between them shows as a dot. Time ticks are in UTC.
 package main

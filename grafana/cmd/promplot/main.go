@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"image/png"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -80,7 +79,7 @@ type config struct {
 	Start, End  time.Time     // End defaults to now; Start is End minus -range (default 15m).
 	Step        time.Duration // Step between samples. Default range/300 rounded up to seconds, at least 1s.
 	Timeout     time.Duration // Timeout of each query. Default 30s.
-	Out         string        // Out is the PNG path. Required.
+	Out         string        // Out is the image's path: an SVG if it ends in .svg, else a PNG. Required.
 	Title       string        // Title of the image; none by default.
 	Width       int           // Width of the image. Default 1200.
 	PanelHeight int           // PanelHeight of each panel. Default 320.
@@ -104,7 +103,7 @@ func parseFlags(args []string, stdout io.Writer, now time.Time) (config, error) 
 	fs.DurationVar(&cfg.Step, "step", 0, "query resolution (default range/300 rounded up to whole seconds, at least 1s)")
 	fs.DurationVar(&rateWindow, "rate-window", time.Minute, "window of rate() in the default panels")
 	fs.DurationVar(&cfg.Timeout, "timeout", 30*time.Second, "timeout of each query")
-	fs.StringVar(&cfg.Out, "out", "", "PNG file to write (required)")
+	fs.StringVar(&cfg.Out, "out", "", "image file to write (required): a PNG, or an SVG if it ends in .svg")
 	fs.IntVar(&cfg.Width, "width", 1200, "image width in pixels")
 	fs.IntVar(&cfg.PanelHeight, "panel-height", 320, "height of each panel in pixels")
 	fs.StringVar(&cfg.Title, "title", "", "image title (default none)")
@@ -112,7 +111,7 @@ func parseFlags(args []string, stdout io.Writer, now time.Time) (config, error) 
 	fs.Usage = func() {
 		out := fs.Output()
 		_, _ = fmt.Fprintln(out, "Usage: promplot -out FILE.png [flags]")
-		_, _ = fmt.Fprintln(out, "Plots Kooper controller metrics from Prometheus as a PNG.")
+		_, _ = fmt.Fprintln(out, "Plots Kooper controller metrics from Prometheus as a PNG (or an SVG: -out FILE.svg).")
 		fs.PrintDefaults()
 	}
 	// Parse errors are returned, not printed, so they are reported once.
@@ -205,7 +204,7 @@ func promDuration(d time.Duration) (string, error) {
 }
 
 // run is the whole command: it parses args, queries every panel, renders them
-// and writes the PNG, then reports what it wrote on stdout.
+// and writes the image, then reports what it wrote on stdout.
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	cfg, err := parseFlags(args, stdout, time.Now())
 	if errors.Is(err, flag.ErrHelp) {
@@ -244,19 +243,23 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		c.Panels = append(c.Panels, Panel{Title: p.Title, Expr: p.Expr, Series: res.Series})
 	}
 
-	// Encode in memory first so a failure leaves no truncated PNG behind.
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, render(c)); err != nil {
-		return fmt.Errorf("could not encode the PNG: %w", err)
+	// Encode in memory first so a failure leaves no truncated file behind.
+	format := "png"
+	if strings.EqualFold(filepath.Ext(cfg.Out), ".svg") {
+		format = "svg"
 	}
-	if err := os.WriteFile(cfg.Out, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("could not write the PNG: %w", err)
+	img, err := render(c, format)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(cfg.Out, img, 0o644); err != nil {
+		return fmt.Errorf("could not write the %s image: %w", format, err)
 	}
 	size := imageSize(c)
 	if _, err := fmt.Fprintf(stdout, "wrote %s (%dx%d): %d panels, %d series, %s to %s every %s\n",
 		cfg.Out, size.X, size.Y, len(c.Panels), nSeries,
 		cfg.Start.Format(time.RFC3339), cfg.End.Format(time.RFC3339), cfg.Step); err != nil {
-		return fmt.Errorf("could not report the PNG written: %w", err)
+		return fmt.Errorf("could not report the image written: %w", err)
 	}
 	return nil
 }

@@ -145,10 +145,13 @@ func TestRunWritesAPNGOfTheDefaultPanels(t *testing.T) {
 	if got, want := img.Bounds().Size(), image.Pt(800, titleHeight+4*200); got != want {
 		t.Errorf("got size %v, want %v", got, want)
 	}
+	// Each panel, left of the legends, has both series' lines across it.
 	for i := range 4 {
-		area := plotArea(800, 200, true, i)
-		if got := countColor(img, area, palette[0]); got < area.Dx() {
-			t.Errorf("panel %d: got %d pixels of the first series color in the plot area %v, want at least %d", i, got, area, area.Dx())
+		band := image.Rect(0, titleHeight+i*200, 800-legendWidth(800), titleHeight+(i+1)*200)
+		for j, c := range palette[:2] {
+			if got := countNear(img, band, c); got < band.Dx() {
+				t.Errorf("panel %d: got %d pixels of series %d's color in %v, want at least %d", i, got, j, band, band.Dx())
+			}
 		}
 	}
 	for _, want := range []string{

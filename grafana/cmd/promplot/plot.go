@@ -1,16 +1,21 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
 	"image"
 	"image/color"
-	"image/draw"
 	"math"
 	"strconv"
 	"time"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/text"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // Panel is one chart of the image: a title, the PromQL expression it shows and
@@ -21,7 +26,7 @@ type Panel struct {
 	Series []Series
 }
 
-// chart is everything the image shows. render draws it without I/O.
+// chart is everything the image shows. render draws it.
 type chart struct {
 	Title       string        // Title above all panels; none if empty.
 	Start, End  time.Time     // Start and End of the x axis of every panel.
@@ -31,33 +36,26 @@ type chart struct {
 	Panels      []Panel       // Panels stacked top to bottom.
 }
 
-// Layout, in pixels. The left margin is fixed rather than fitted to the
-// labels so that the plot areas of all panels line up.
+// Layout, in pixels, and the limits of the image's size.
 const (
-	titleHeight      = 30  // band for the image title, when there is one
-	panelTitleHeight = 24  // band above each plot area for the panel title
-	xLabelHeight     = 22  // band below each plot area for the time labels
-	leftMargin       = 72  // right-aligned y labels: 9 characters of basicfont
-	legendGap        = 12  // between a plot area and its legend
-	legendRow        = 15  // height of one legend line
-	yTicks           = 5   // about this many y ticks per panel
-	xLabelSpacing    = 110 // minimum pixels between time labels
-	lineWidth        = 2   // of series lines, in pixels
-	maxWidth         = 10000
-	maxPanelHeight   = 4000
-	minWidth         = 400
-	minPanelHeight   = 100
+	titleHeight    = 30 // band for the image title, when there is one
+	margin         = 6  // around the panels
+	legendGap      = 12 // between a plot area and its legend
+	panelGap       = 8  // between two panels
+	minTickPitch   = 24 // between two labelled value ticks
+	panelChrome    = 70 // a panel's title and time axis, about: its height less its plot area's
+	maxWidth       = 10000
+	maxPanelHeight = 4000
+	minWidth       = 400
+	minPanelHeight = 100
 )
 
 // Colors. The palette holds the series colors in order; none is a gray, so no
 // series can be mistaken for the grid or the axes.
 var (
-	white      = color.RGBA{0xff, 0xff, 0xff, 0xff}
 	textColor  = color.RGBA{0x1f, 0x23, 0x28, 0xff}
 	labelColor = color.RGBA{0x57, 0x60, 0x6a, 0xff}
 	gridColor  = color.RGBA{0xe6, 0xe8, 0xeb, 0xff}
-	axisColor  = color.RGBA{0x9a, 0xa0, 0xa6, 0xff}
-	ruleColor  = color.RGBA{0xd0, 0xd7, 0xde, 0xff}
 	palette    = []color.RGBA{
 		{0x1f, 0x6f, 0xd1, 0xff}, // blue
 		{0xe8, 0x6a, 0x10, 0xff}, // orange
@@ -72,23 +70,28 @@ var (
 	}
 )
 
-// face is the only font: 7 pixels wide, 13 high, ASCII.
-var face = basicfont.Face7x13
+// sans is the typeface of every text: Liberation Sans, which gonum/plot
+// embeds.
+var sans = font.Font{Typeface: "Liberation", Variant: "Sans"}
+
+// lineWidth is the width of a series' line, and the diameter of a lone
+// sample's dot.
+var lineWidth = vg.Points(1.5)
+
+// pixels is the length of n pixels in a PNG, which gonum/plot draws at
+// vgimg.DefaultDPI.
+func pixels(n int) vg.Length {
+	return vg.Length(n) * vg.Inch / vgimg.DefaultDPI
+}
+
+// textStyle is the style of text of the given size in points, in color c.
+func textStyle(size float64, c color.Color) text.Style {
+	return text.Style{Color: c, Font: font.From(sans, vg.Points(size)), Handler: plot.DefaultTextHandler}
+}
 
 // legendWidth is the width of the legend column right of the plot areas.
 func legendWidth(width int) int {
 	return min(max(width/4, 120), 320)
-}
-
-// plotArea is where panel i of an image width pixels wide draws its series,
-// inside its grid and axes.
-func plotArea(width, panelHeight int, hasTitle bool, i int) image.Rectangle {
-	top := i * panelHeight
-	if hasTitle {
-		top += titleHeight
-	}
-	return image.Rect(leftMargin, top+panelTitleHeight,
-		width-legendWidth(width)-legendGap, top+panelHeight-xLabelHeight)
 }
 
 // imageSize is the size of the image drawn for c.
@@ -100,204 +103,243 @@ func imageSize(c chart) image.Point {
 	return image.Pt(c.Width, h)
 }
 
-// render draws c on a white image. The same chart gives the same pixels.
-func render(c chart) *image.RGBA {
-	img := image.NewRGBA(image.Rectangle{Max: imageSize(c)})
-	fill(img, img.Bounds(), white)
+// render draws c in format, "png" or "svg", and returns the encoded image:
+// the title on top, then the panels, their plot areas aligned, each with its
+// legend on the right. The same chart gives the same bytes.
+func render(c chart, format string) ([]byte, error) {
+	size := imageSize(c)
+	w, err := draw.NewFormattedCanvas(pixels(size.X), pixels(size.Y), format)
+	if err != nil {
+		return nil, fmt.Errorf("could not draw a %s image: %w", format, err)
+	}
+	dc := draw.New(w)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Path())
+	top := dc.Max.Y
 	if c.Title != "" {
-		x := (c.Width - textWidth(c.Title)) / 2
-		drawText(img, max(x, 4), 20, c.Title, textColor)
-	}
-	for i, p := range c.Panels {
-		drawPanel(img, c, i, p)
-	}
-	return img
-}
-
-// drawPanel draws panel i: title, grid, axes with labels, series and legend.
-func drawPanel(img *image.RGBA, c chart, i int, p Panel) {
-	area := plotArea(c.Width, c.PanelHeight, c.Title != "", i)
-	top := area.Min.Y - panelTitleHeight
-	if top > 0 {
-		fill(img, image.Rect(0, top, c.Width, top+1), ruleColor)
-	}
-	drawText(img, area.Min.X, top+17, p.Title, textColor)
-
-	ax := valueAxis(p.Series)
-	span := c.End.Sub(c.Start).Seconds()
-	if span <= 0 {
-		span = 1 // an empty range: draw at the left edge rather than divide by zero
-	}
-	xOf := func(t time.Time) int {
-		return area.Min.X + int(math.Round(t.Sub(c.Start).Seconds()/span*float64(area.Dx()-1)))
-	}
-	yOf := func(v float64) int {
-		return area.Max.Y - 1 - int(math.Round((v-ax.Min)/(ax.Max-ax.Min)*float64(area.Dy()-1)))
+		sty := textStyle(10, textColor)
+		sty.XAlign, sty.YAlign = draw.XCenter, draw.YCenter
+		dc.FillText(sty, vg.Point{X: dc.Center().X, Y: top - pixels(titleHeight)/2}, c.Title)
+		top -= pixels(titleHeight)
 	}
 
-	for _, v := range ax.Ticks {
-		y := yOf(v)
-		fill(img, image.Rect(area.Min.X, y, area.Max.X, y+1), gridColor)
-		label := formatValue(v, ax.Step)
-		drawText(img, area.Min.X-6-textWidth(label), y+4, label, labelColor)
-	}
-	for _, t := range timeTicks(c.Start, c.End, max(area.Dx()/xLabelSpacing, 2)) {
-		x := xOf(t)
-		fill(img, image.Rect(x, area.Min.Y, x+1, area.Max.Y), gridColor)
-		label := t.Format("15:04:05")
-		lx := x - textWidth(label)/2
-		if lx >= area.Min.X-leftMargin/2 && lx+textWidth(label) <= area.Max.X+legendGap {
-			drawText(img, lx, area.Max.Y+15, label, labelColor)
+	if len(c.Panels) > 0 {
+		plots := make([][]*plot.Plot, len(c.Panels))
+		for i, p := range c.Panels {
+			plots[i] = []*plot.Plot{panelPlot(c, p)}
+		}
+		area := draw.Crop(dc, pixels(margin), -pixels(margin+legendGap+legendWidth(c.Width)), pixels(margin), top-dc.Max.Y)
+		canvases := plot.Align(plots, draw.Tiles{Rows: len(plots), Cols: 1, PadY: pixels(panelGap) * 2}, area)
+		for i, p := range c.Panels {
+			plots[i][0].Draw(canvases[i][0])
+			data := plots[i][0].DataCanvas(canvases[i][0])
+			box := draw.Canvas{Canvas: dc.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: data.Max.X + pixels(legendGap), Y: data.Min.Y},
+				Max: vg.Point{X: dc.Max.X - pixels(margin), Y: data.Max.Y},
+			}}
+			l := panelLegend(p.Series, box.Size())
+			l.Draw(box)
 		}
 	}
-	fill(img, image.Rect(area.Min.X, area.Min.Y, area.Min.X+1, area.Max.Y), axisColor)
-	fill(img, image.Rect(area.Min.X, area.Max.Y-1, area.Max.X, area.Max.Y), axisColor)
 
-	for j, s := range p.Series {
-		drawSeries(img, area, s, palette[j%len(palette)], c.Step, xOf, yOf)
+	var b bytes.Buffer
+	if _, err := w.WriteTo(&b); err != nil {
+		return nil, fmt.Errorf("could not encode the %s image: %w", format, err)
 	}
-	drawLegend(img, image.Rect(area.Max.X+legendGap, area.Min.Y, c.Width-4, area.Max.Y), p.Series)
+	return b.Bytes(), nil
 }
 
-// valueAxis is the y axis for series: it spans their finite values, and starts
-// at 0 when none is negative so that a small wobble does not look like a surge.
-func valueAxis(series []Series) axis {
-	lo, hi := math.Inf(1), math.Inf(-1)
+// newPlot returns a plot in the image's fonts and colors.
+func newPlot() *plot.Plot {
+	p := plot.New()
+	p.Title.TextStyle = textStyle(9.5, textColor)
+	p.Title.TextStyle.XAlign, p.Title.TextStyle.YAlign = draw.XCenter, draw.YTop
+	p.Title.Padding = pixels(6)
+	for _, a := range []*plot.Axis{&p.X, &p.Y} {
+		a.Tick.Label.Font = font.From(sans, 8)
+		a.Tick.Label.Color = labelColor
+		a.Color, a.Tick.Color = labelColor, labelColor
+		a.Tick.Length = vg.Points(4)
+	}
+	return p
+}
+
+// panelPlot plots p over c's time range: a line per series in the palette's
+// colors, broken where samples are missing (segments), on a value axis that
+// spans the finite values and starts at 0 when none is negative, so that a
+// small wobble does not look like a surge. Time ticks are in UTC.
+func panelPlot(c chart, p Panel) *plot.Plot {
+	pl := newPlot()
+	pl.Title.Text = p.Title
+	unit := timeUnit(c.End.Sub(c.Start))
+	pl.X.Tick.Marker = plot.TimeTicks{Format: "15:04:05", Time: func(x float64) time.Time {
+		return time.UnixMilli(int64(math.Round(x * float64(unit.Milliseconds())))).UTC()
+	}}
+	pl.Y.Tick.Marker = valueTicks(pixels(c.PanelHeight - panelChrome))
+	grid := plotter.NewGrid()
+	grid.Vertical = draw.LineStyle{Color: gridColor, Width: vg.Points(0.75)}
+	grid.Horizontal = grid.Vertical
+	pl.Add(grid)
+
+	for j, s := range p.Series {
+		clr := palette[j%len(palette)]
+		for _, seg := range segments(s, c.Step, unit) {
+			if len(seg) == 1 {
+				// A lone sample: a dot the line's width.
+				dot := &plotter.Scatter{XYs: seg, GlyphStyle: draw.GlyphStyle{Color: clr, Radius: lineWidth / 2, Shape: draw.CircleGlyph{}}}
+				pl.Add(dot)
+				continue
+			}
+			pl.Add(&plotter.Line{XYs: seg, LineStyle: draw.LineStyle{Color: clr, Width: lineWidth}})
+		}
+	}
+	pl.X.Min, pl.X.Max = plotX(c.Start, unit), plotX(c.End, unit)
+	pl.Y.Min, pl.Y.Max = valueRange(p.Series)
+	return pl
+}
+
+// timeUnit is the unit of the time axis of a chart spanning span: the one in
+// which plot.DefaultTicks' steps of 1, 2, 2.5, 3, 4 or 5 times a power of ten
+// fall on round wall-clock times for that span, rather than at 14:46:40.
+func timeUnit(span time.Duration) time.Duration {
+	switch {
+	case span < 5*time.Minute:
+		return time.Second
+	case span < 4*time.Hour:
+		return time.Minute
+	}
+	return time.Hour
+}
+
+// plotX is t in units since the Unix epoch, the x of the plots.
+func plotX(t time.Time, unit time.Duration) float64 {
+	return float64(t.UnixMilli()) / float64(unit.Milliseconds())
+}
+
+// valueTicks is plot.DefaultTicks with all of them labelled when room, the
+// height of the plot area, holds them minTickPitch apart; otherwise only
+// those DefaultTicks labels, about three.
+func valueTicks(room vg.Length) plot.Ticker {
+	return plot.TickerFunc(func(low, high float64) []plot.Tick {
+		ticks := plot.DefaultTicks{}.Ticks(low, high)
+		if pixels(minTickPitch)*vg.Length(len(ticks)) > room {
+			return ticks
+		}
+		for i := range ticks {
+			ticks[i].Label = strconv.FormatFloat(ticks[i].Value, 'g', 6, 64)
+		}
+		return ticks
+	})
+}
+
+// segments cuts s into the runs of samples to draw as one line: a NaN or
+// infinite sample, or a gap longer than 1.5 steps (the series was absent),
+// ends a run; a step of 0 never breaks on gaps. x is in unit (plotX).
+func segments(s Series, step, unit time.Duration) []plotter.XYs {
+	var (
+		segs  []plotter.XYs
+		cur   plotter.XYs
+		prevT time.Time
+	)
+	for _, pt := range s.Points {
+		if !isFinite(pt.V) || (len(cur) > 0 && step > 0 && pt.T.Sub(prevT) > step*3/2) {
+			if len(cur) > 0 {
+				segs = append(segs, cur)
+			}
+			cur = nil
+		}
+		if isFinite(pt.V) {
+			cur = append(cur, plotter.XY{X: plotX(pt.T, unit), Y: pt.V})
+			prevT = pt.T
+		}
+	}
+	if len(cur) > 0 {
+		segs = append(segs, cur)
+	}
+	return segs
+}
+
+// valueRange is the range of the value axis for series: their finite values,
+// from 0 when none is negative; [0, 1] with none at all, and one unit above a
+// flat line.
+func valueRange(series []Series) (low, high float64) {
+	low, high = math.Inf(1), math.Inf(-1)
 	for _, s := range series {
 		for _, pt := range s.Points {
 			if isFinite(pt.V) {
-				lo, hi = math.Min(lo, pt.V), math.Max(hi, pt.V)
+				low, high = math.Min(low, pt.V), math.Max(high, pt.V)
 			}
 		}
 	}
-	if math.IsInf(lo, 1) { // no finite value at all
-		lo, hi = 0, 1
+	if math.IsInf(low, 1) { // no finite value at all
+		return 0, 1
 	}
-	if lo > 0 {
-		lo = 0
+	low = math.Min(low, 0)
+	if high <= low {
+		high = low + 1
 	}
-	return niceAxis(lo, hi, yTicks)
+	return low, high
 }
 
-// drawSeries draws s as a line clipped to area. A NaN or infinite sample, or a
-// gap longer than 1.5 steps (the series was absent), ends the line; the next
-// finite sample starts a new one, so a lone sample still shows as a dot.
-func drawSeries(img *image.RGBA, area image.Rectangle, s Series, c color.RGBA, step time.Duration,
-	xOf func(time.Time) int, yOf func(float64) int) {
-	var prev image.Point
-	var prevT time.Time
-	connected := false
-	for _, pt := range s.Points {
-		if !isFinite(pt.V) {
-			connected = false
-			continue
+// panelLegend is the legend of series in a box of the given size: one entry
+// per series with a line of its color, as many as fit, label sets cut to the
+// box's width, and "+N more" last when they do not all fit.
+func panelLegend(series []Series, box vg.Point) plot.Legend {
+	l := plot.NewLegend()
+	l.TextStyle = textStyle(8, textColor)
+	l.Top, l.Left = true, true
+	l.Padding = pixels(3)
+	l.ThumbnailWidth = pixels(16)
+	width := box.X - l.ThumbnailWidth - l.TextStyle.Width(" ")
+	// Every entry is one line of the same font: as high as any other.
+	entry := l.TextStyle.Rectangle("Xy").Max.Y
+	rows := int((box.Y + l.Padding) / (entry + l.Padding))
+	names := legendNames(series, rows, width, l.TextStyle)
+	more := len(names) < len(series) // the last name is "+N more"
+	for j, name := range names {
+		if more && j == len(names)-1 {
+			l.Add(name)
+			break
 		}
-		// Clamp so a sample outside the range cannot send the line walking
-		// thousands of pixels outside the image.
-		cur := image.Pt(
-			min(max(xOf(pt.T), area.Min.X-1), area.Max.X),
-			min(max(yOf(pt.V), area.Min.Y-1), area.Max.Y),
-		)
-		if connected && (step <= 0 || pt.T.Sub(prevT) <= step*3/2) {
-			drawLine(img, area, prev, cur, c)
-		} else {
-			drawLine(img, area, cur, cur, c)
-		}
-		prev, prevT, connected = cur, pt.T, true
+		l.Add(name, &plotter.Line{LineStyle: draw.LineStyle{Color: palette[j%len(palette)], Width: lineWidth}})
 	}
+	return l
 }
 
-// drawLegend lists series by label set in r, one line each in its color,
-// cutting long label sets and ending with "+N more" when r is too short.
-func drawLegend(img *image.RGBA, r image.Rectangle, series []Series) {
-	dst, ok := img.SubImage(r).(*image.RGBA)
-	if !ok || r.Empty() {
-		return
-	}
-	rows := r.Dy() / legendRow
+// legendNames are the texts of a legend of series with room for rows entries
+// of width: a label set per series, cut to fit, or when there are more series
+// than rows, the first rows-1 and "+N more".
+func legendNames(series []Series, rows int, width vg.Length, sty text.Style) []string {
 	shown := len(series)
 	if shown > rows {
 		shown = max(rows-1, 0)
 	}
-	maxChars := (r.Dx() - 16) / face.Advance
-	for j := range shown {
-		y := r.Min.Y + j*legendRow
-		fill(dst, image.Rect(r.Min.X, y+4, r.Min.X+10, y+10), palette[j%len(palette)])
-		drawText(dst, r.Min.X+16, y+11, truncate(labelString(series[j].Labels), maxChars), textColor)
+	var names []string
+	for _, s := range series[:shown] {
+		names = append(names, truncate(labelString(s.Labels), width, sty))
 	}
 	if shown < len(series) && rows > 0 {
-		more := "+" + strconv.Itoa(len(series)-shown) + " more"
-		drawText(dst, r.Min.X+16, r.Min.Y+shown*legendRow+11, truncate(more, maxChars), labelColor)
+		names = append(names, truncate("+"+strconv.Itoa(len(series)-shown)+" more", width, sty))
 	}
+	return names
 }
 
-// truncate shortens s to at most n characters, ending with "..." if cut.
-// labelString escapes label sets to ASCII, so bytes are characters.
-func truncate(s string, n int) string {
-	switch {
-	case len(s) <= n:
+// truncate shortens s until it is at most width wide in sty, ending with
+// "..." if cut. labelString escapes label sets to ASCII, so bytes are
+// characters.
+func truncate(s string, width vg.Length, sty text.Style) string {
+	if sty.Width(s) <= width {
 		return s
-	case n <= 3:
-		return s[:max(n, 0)]
-	default:
-		return s[:n-3] + "..."
 	}
-}
-
-// drawLine draws a lineWidth-wide segment from a to b with Bresenham's
-// algorithm, clipped to clip. No anti-aliasing: a series has exactly its color.
-func drawLine(img *image.RGBA, clip image.Rectangle, a, b image.Point, c color.RGBA) {
-	dx, dy := abs(b.X-a.X), -abs(b.Y-a.Y)
-	sx, sy := 1, 1
-	if a.X > b.X {
-		sx = -1
-	}
-	if a.Y > b.Y {
-		sy = -1
-	}
-	e := dx + dy
-	for p := a; ; {
-		fill(img, image.Rect(p.X, p.Y, p.X+lineWidth, p.Y+lineWidth).Intersect(clip), c)
-		if p == b {
-			return
-		}
-		e2 := 2 * e
-		if e2 >= dy {
-			e += dy
-			p.X += sx
-		}
-		if e2 <= dx {
-			e += dx
-			p.Y += sy
+	for n := len(s) - 1; n > 0; n-- {
+		if cut := s[:n] + "..."; sty.Width(cut) <= width {
+			return cut
 		}
 	}
-}
-
-// fill paints r with c, clipped to the image.
-func fill(img *image.RGBA, r image.Rectangle, c color.RGBA) {
-	draw.Draw(img, r, &image.Uniform{C: c}, image.Point{}, draw.Src)
-}
-
-// drawText draws s with its baseline at y, starting at x, clipped to dst.
-func drawText(dst draw.Image, x, y int, s string, c color.RGBA) {
-	d := font.Drawer{Dst: dst, Src: &image.Uniform{C: c}, Face: face, Dot: fixed.P(x, y)}
-	d.DrawString(s)
-}
-
-// textWidth is the width of s in pixels.
-func textWidth(s string) int {
-	return font.MeasureString(face, s).Ceil()
+	return ""
 }
 
 // isFinite reports whether v is neither NaN nor infinite.
 func isFinite(v float64) bool {
 	return !math.IsNaN(v) && !math.IsInf(v, 0)
-}
-
-// abs is the absolute value of an int.
-func abs(n int) int {
-	if n < 0 {
-		return -n
-	}
-	return n
 }

@@ -221,7 +221,7 @@ func snippet(body []byte) string {
 // labelString formats a label set the way Prometheus prints it: sorted,
 // `k="v"` pairs separated by ", ", prefixed by the metric name if any. An empty
 // set, the result of an aggregation without "by", is `{}`. Values are escaped
-// to ASCII, the only characters the legend font has.
+// to ASCII, so that the legend shows control and invisible characters too.
 func labelString(labels map[string]string) string {
 	name := labels["__name__"]
 	keys := make([]string, 0, len(labels))

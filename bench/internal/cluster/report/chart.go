@@ -2,17 +2,16 @@ package report
 
 import (
 	"fmt"
-	"image"
 	"image/color"
-	"image/draw"
-	"image/png"
 	"math"
-	"os"
+	"slices"
 
-	"golang.org/x/image/font"
-	"golang.org/x/image/font/basicfont"
-	"golang.org/x/image/math/fixed"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
+	"github.com/kooperkit/kooper/bench/internal/chart"
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/runner"
 )
@@ -42,27 +41,21 @@ var chartColumns = [][]chartBlock{
 	},
 }
 
-// Chart layout, in pixels.
+// Chart size, in pixels: the width is fixed, the height grows with the
+// bars of the tallest row of blocks.
 const (
 	chartWidth   = 1200
-	titleBand    = 56
-	footerBand   = 40
-	columnWidth  = chartWidth / 2
-	labelWidth   = 190 // implementation names, left of the bars
-	valueWidth   = 64  // ratio labels, right of the bars
-	blockTitle   = 22
-	barRow       = 17
-	barHeight    = 12
-	blockGap     = 16
-	maxChartXMax = 5.0 // longer bars are clipped (their label says how long)
+	chartPadding = 110 // title, subtitle and footnote
+	blockPadding = 62  // a block's title and value axis
+	barPitch     = 18  // a bar and the gap to the next
+	maxChartXMax = 5.0 // longer bars are cut (their label says how long)
 )
 
-// Colors, as in grafana/cmd/promplot.
+// barWidth is the thickness of a bar.
+var barWidth = chart.Pixels(12)
+
+// Colors of the implementations.
 var (
-	white      = color.RGBA{0xff, 0xff, 0xff, 0xff}
-	textColor  = color.RGBA{0x1f, 0x23, 0x28, 0xff}
-	labelColor = color.RGBA{0x57, 0x60, 0x6a, 0xff}
-	gridColor  = color.RGBA{0xe6, 0xe8, 0xeb, 0xff}
 	baseColor  = color.RGBA{0x1f, 0x23, 0x28, 0xff}
 	implColors = map[string]color.RGBA{
 		impls.NameKooper:            {0x1f, 0x6f, 0xd1, 0xff}, // blue
@@ -73,126 +66,178 @@ var (
 	otherColor = color.RGBA{0xd0, 0x2f, 0x3a, 0xff} // red
 )
 
-var face = basicfont.Face7x13
-
-// WritePNG draws the chart of res's key ratios and writes it to path.
-func WritePNG(path string, res runner.Results) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("could not create %s: %w", path, err)
-	}
-	if err := png.Encode(f, Chart(res)); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("could not write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("could not write %s: %w", path, err)
-	}
-	return nil
+// barRow is one bar of a block.
+type barRow struct {
+	name  string
+	value float64 // the bar's length; NaN for no bar
+	label string  // beside the bar's end
+	color color.Color
 }
 
-// Chart draws every implementation's median ÷ kooper-v2's for the key
-// metrics: horizontal bars, one block per metric, a line at 1.0.
-func Chart(res runner.Results) *image.RGBA {
+// barBlock is one metric of a chart: a horizontal bar per implementation,
+// top to bottom, on a value axis from 0.
+type barBlock struct {
+	title string
+	axis  string // the value axis's label
+	rows  []barRow
+	max   float64 // the end of the value axis (longer bars are cut); 0: the longest bar's
+	rule  float64 // a vertical line here, the baseline of ratios; 0: none
+}
+
+// WritePNG draws the chart of res's key ratios (Chart) and writes it to
+// path: a PNG, or another format if the extension names one (see
+// chart.Page.Save).
+func WritePNG(path string, res runner.Results) error {
+	pg, err := Chart(res)
+	if err != nil {
+		return err
+	}
+	return pg.Save(path)
+}
+
+// Chart is every implementation's median ÷ kooper-v2's for the key
+// metrics: horizontal bars, one block per metric, all on one scale, with
+// a line at 1.0.
+func Chart(res runner.Results) (*chart.Page, error) {
+	blocks := ratioBlocks(res)
+	pg := &chart.Page{
+		Title: "Kooper vs its peers on a real control plane: median / kooper-v2's median (lower is better)",
+		Subtitle: fmt.Sprintf("%d pods (%.0f B JSON, %.0f B protobuf each), %d updates, rounds: %d, each run in a fresh process; GOMAXPROCS %d, %s",
+			res.Pods, res.PodSize.JSON, res.PodSize.Protobuf, res.Updates, res.Rounds, res.GOMAXPROCS, res.GoVersion),
+		Footnote: fmt.Sprintf("Each bar: an implementation's median (rounds: %d) divided by %s's median for the same metric; every block on one scale, 0 to %.2gx.",
+			res.Rounds, ChartBase, blocks[0][0].max),
+		Width: chartWidth,
+	}
+	var err error
+	if pg.Plots, pg.Height, err = blockPlots(blocks); err != nil {
+		return nil, err
+	}
+	pg.Height += chartPadding
+	return pg, nil
+}
+
+// ratioBlocks are the blocks of Chart, in rows: each implementation's
+// ratio to ChartBase, on a scale from 0 to the longest bar plus room for
+// its label, at least 1.25 and at most maxChartXMax.
+func ratioBlocks(res runner.Results) [][]barBlock {
 	blockImpls := func(b chartBlock) []string {
 		names := res.SingleImpls
 		if b.metric.Scenario == PairRSS.Scenario {
 			names = res.PairImpls
 		}
-		var out []string
-		for _, n := range names {
-			if n != ChartBase {
-				out = append(out, n)
-			}
-		}
-		return out
+		return slices.DeleteFunc(slices.Clone(names), func(n string) bool { return n == ChartBase })
 	}
-	height := 0
 	xMax := 1.25
 	for _, col := range chartColumns {
-		h := 0
 		for _, b := range col {
-			names := blockImpls(b)
-			h += blockTitle + max(len(names), 1)*barRow + blockGap
-			for _, n := range names {
+			for _, n := range blockImpls(b) {
 				if r, ok := Ratio(res, n, ChartBase, b.metric); ok {
-					xMax = math.Max(xMax, r*1.05)
+					xMax = math.Max(xMax, r*1.1)
 				}
 			}
-		}
-		height = max(height, h)
-	}
-	xMax = math.Min(math.Ceil(xMax*4)/4, maxChartXMax)
-	img := image.NewRGBA(image.Rect(0, 0, chartWidth, titleBand+height+footerBand))
-	fill(img, img.Bounds(), white)
-
-	title := "Kooper vs its peers on a real control plane: median / kooper-v2's median (lower is better)"
-	drawText(img, (chartWidth-textWidth(title))/2, 20, title, textColor)
-	sub := fmt.Sprintf("%d pods (%.0f B JSON, %.0f B protobuf each), %d updates, rounds: %d, each run in a fresh process; GOMAXPROCS %d, %s",
-		res.Pods, res.PodSize.JSON, res.PodSize.Protobuf, res.Updates, res.Rounds, res.GOMAXPROCS, res.GoVersion)
-	drawText(img, (chartWidth-textWidth(sub))/2, 40, sub, labelColor)
-
-	for c, col := range chartColumns {
-		x0 := c * columnWidth
-		barLeft, barRight := x0+labelWidth, x0+columnWidth-valueWidth-12
-		xOf := func(v float64) int {
-			return barLeft + int(math.Round(math.Min(v, xMax)/xMax*float64(barRight-barLeft)))
-		}
-		y := titleBand
-		for _, b := range col {
-			drawText(img, x0+12, y+15, b.title, textColor)
-			names := blockImpls(b)
-			top, bottom := y+blockTitle, y+blockTitle+max(len(names), 1)*barRow
-			for v := 0.5; v < xMax+1e-9; v += 0.5 {
-				fill(img, image.Rect(xOf(v), top-2, xOf(v)+1, bottom), gridColor)
-			}
-			fill(img, image.Rect(barLeft, top-2, barLeft+1, bottom), labelColor)
-			one := xOf(1)
-			fill(img, image.Rect(one, top-4, one+2, bottom+2), baseColor)
-			drawText(img, one+4, y+15, "1.0 = "+ChartBase, labelColor)
-			if len(names) == 0 {
-				drawText(img, barLeft+8, top+12, "not run", labelColor)
-			}
-			for i, n := range names {
-				rowTop := top + i*barRow
-				drawText(img, barLeft-8-textWidth(n), rowTop+11, n, labelColor)
-				r, ok := Ratio(res, n, ChartBase, b.metric)
-				if !ok {
-					drawText(img, barLeft+6, rowTop+11, "-", labelColor)
-					continue
-				}
-				clr, known := implColors[n]
-				if !known {
-					clr = otherColor
-				}
-				end := xOf(r)
-				fill(img, image.Rect(barLeft+1, rowTop+1, max(end, barLeft+2), rowTop+1+barHeight), clr)
-				label := fmt.Sprintf("%.2fx", r)
-				if r > xMax {
-					label = fmt.Sprintf(">%.2fx", r)
-				}
-				// On white, so the 1.0 line never cuts through it.
-				fill(img, image.Rect(end+3, rowTop, end+7+textWidth(label), rowTop+barRow-1), white)
-				drawText(img, end+5, rowTop+11, label, textColor)
-			}
-			y = bottom + blockGap
 		}
 	}
-	foot := fmt.Sprintf("Each bar: an implementation's median (rounds: %d) divided by %s's median for the same metric. Scale 0-%.2gx; grid every 0.5x.",
-		res.Rounds, ChartBase, xMax)
-	drawText(img, (chartWidth-textWidth(foot))/2, titleBand+height+20, foot, labelColor)
-	return img
+	xMax = math.Min(xMax, maxChartXMax)
+	rows := make([][]barBlock, len(chartColumns[0]))
+	for _, col := range chartColumns {
+		for i, b := range col {
+			block := barBlock{title: b.title, axis: "median / " + ChartBase + "'s median (1.0: the line)", max: xMax, rule: 1}
+			for _, n := range blockImpls(b) {
+				row := barRow{name: n, value: math.NaN(), label: "-", color: colorOf(n)}
+				if r, ok := Ratio(res, n, ChartBase, b.metric); ok {
+					row.value, row.label = r, fmt.Sprintf("%.2fx", r)
+					if r > xMax {
+						row.label = ">" + row.label
+					}
+				}
+				block.rows = append(block.rows, row)
+			}
+			rows[i] = append(rows[i], block)
+		}
+	}
+	return rows
 }
 
-func fill(img *image.RGBA, r image.Rectangle, c color.RGBA) {
-	draw.Draw(img, r, &image.Uniform{C: c}, image.Point{}, draw.Src)
+// blockPlots plots blocks, in rows, and returns the plots with the height
+// in pixels they need, from the tallest block of each row.
+func blockPlots(blocks [][]barBlock) ([][]*plot.Plot, int, error) {
+	plots := make([][]*plot.Plot, len(blocks))
+	height := 0
+	for i, row := range blocks {
+		bars := 1
+		for _, b := range row {
+			p, err := b.plot()
+			if err != nil {
+				return nil, 0, fmt.Errorf("could not plot %q: %w", b.title, err)
+			}
+			plots[i] = append(plots[i], p)
+			bars = max(bars, len(b.rows))
+		}
+		height += blockPadding + bars*barPitch
+	}
+	return plots, height, nil
 }
 
-func drawText(img *image.RGBA, x, y int, s string, c color.RGBA) {
-	d := font.Drawer{Dst: img, Src: &image.Uniform{C: c}, Face: face, Dot: fixed.P(x, y)}
-	d.DrawString(s)
-}
+// plot draws the block: its title above, the implementations' names on the
+// left, a bar for each with its label at its end, vertical grid lines at
+// the value axis's ticks.
+func (b barBlock) plot() (*plot.Plot, error) {
+	p := chart.New()
+	p.Title.Text = b.title
+	p.X.Label.Text = b.axis
+	if len(b.rows) == 0 {
+		p.Title.Text += ": not run"
+		p.HideAxes()
+		return p, nil
+	}
+	p.Add(chart.Grid(false))
+	if b.rule > 0 {
+		rule, err := plotter.NewLine(plotter.XYs{{X: b.rule, Y: -0.5}, {X: b.rule, Y: float64(len(b.rows)) - 0.5}})
+		if err != nil {
+			return nil, err
+		}
+		rule.Color, rule.Width = baseColor, vg.Points(1.5)
+		p.Add(rule)
+	}
+	// The first row is on top: its y is the highest.
+	names := make([]string, len(b.rows))
+	labels := plotter.XYLabels{}
+	for i, r := range b.rows {
+		y := float64(len(b.rows) - 1 - i)
+		names[len(b.rows)-1-i] = r.name
+		end := 0.0
+		if !math.IsNaN(r.value) {
+			bar, err := plotter.NewBarChart(plotter.Values{r.value}, barWidth)
+			if err != nil {
+				return nil, err
+			}
+			bar.Horizontal, bar.XMin, bar.Color, bar.LineStyle.Width = true, y, r.color, 0
+			p.Add(bar)
+			end = r.value
+			if b.max > 0 {
+				end = math.Min(end, b.max)
+			}
+		}
+		labels.XYs = append(labels.XYs, plotter.XY{X: end, Y: y})
+		labels.Labels = append(labels.Labels, r.label)
+	}
+	l, err := plotter.NewLabels(labels)
+	if err != nil {
+		return nil, err
+	}
+	for i := range l.TextStyle {
+		l.TextStyle[i] = chart.Text(8.5, chart.TextColor)
+		l.TextStyle[i].YAlign = draw.YCenter
+	}
+	l.Offset.X = vg.Points(3)
+	p.Add(l)
 
-func textWidth(s string) int {
-	return font.MeasureString(face, s).Round()
+	p.NominalY(names...)
+	p.Y.Tick.Label.Color = chart.TextColor
+	p.Y.Min, p.Y.Max = -0.5, float64(len(b.rows))-0.5
+	p.X.Min = 0
+	if b.max > 0 {
+		p.X.Max = b.max
+	}
+	return p, nil
 }

@@ -2,12 +2,10 @@ package report
 
 import (
 	"fmt"
-	"image"
 	"image/color"
-	"image/png"
 	"math"
-	"os"
 
+	"github.com/kooperkit/kooper/bench/internal/chart"
 	"github.com/kooperkit/kooper/bench/internal/cluster/impls"
 	"github.com/kooperkit/kooper/bench/internal/cluster/runner"
 )
@@ -45,6 +43,7 @@ var moreColors = map[string]color.RGBA{
 	impls.NameControllerRuntimePQ:     {0xb3, 0x4a, 0x00, 0xff}, // dark orange
 }
 
+// colorOf is impl's color in every chart.
 func colorOf(impl string) color.RGBA {
 	if c, ok := implColors[impl]; ok {
 		return c
@@ -55,88 +54,62 @@ func colorOf(impl string) color.RGBA {
 	return otherColor
 }
 
-// WriteFailoverPNG draws scenarios 4 and 5 (FailoverChart) to path.
+// WriteFailoverPNG draws scenarios 4 and 5 (FailoverChart) to path: a
+// PNG, or another format if the extension names one (see chart.Page.Save).
 func WriteFailoverPNG(path string, res runner.Results) error {
-	f, err := os.Create(path)
+	pg, err := FailoverChart(res)
 	if err != nil {
-		return fmt.Errorf("could not create %s: %w", path, err)
+		return err
 	}
-	if err := png.Encode(f, FailoverChart(res)); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("could not write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("could not write %s: %w", path, err)
-	}
-	return nil
+	return pg.Save(path)
 }
 
-// FailoverChart draws the medians of scenarios 4 (failover) and 5 (fresh
+// FailoverChart is the medians of scenarios 4 (failover) and 5 (fresh
 // changes first) in their own units: horizontal bars, one block per
-// metric, each scaled to its longest bar.
-func FailoverChart(res runner.Results) *image.RGBA {
-	blockImpls := func(b valueBlock) []string {
-		if b.fresh {
-			return res.FreshImpls
-		}
-		return res.FailoverImpls
-	}
-	height := 0
-	for _, col := range valueColumns {
-		h := 0
-		for _, b := range col {
-			h += blockTitle + max(len(blockImpls(b)), 1)*barRow + blockGap
-		}
-		height = max(height, h)
-	}
-	img := image.NewRGBA(image.Rect(0, 0, chartWidth, titleBand+height+footerBand))
-	fill(img, img.Bounds(), white)
-
-	title := "Failover and fresh changes first on a real control plane: medians (lower is better)"
-	drawText(img, (chartWidth-textWidth(title))/2, 20, title, textColor)
+// metric, each on its own scale.
+func FailoverChart(res runner.Results) (*chart.Page, error) {
 	l := res.Lease
-	sub := fmt.Sprintf("%d pods; failover: 2 replicas, Lease %s/%s/%s; fresh: %s per handling, %d pods created each time; rounds: %d; GOMAXPROCS %d, %s",
-		res.Pods, l.LeaseDuration, l.RenewDeadline, l.RetryPeriod, res.FreshHandle, res.FreshPods, res.Rounds, res.GOMAXPROCS, res.GoVersion)
-	drawText(img, (chartWidth-textWidth(sub))/2, 40, sub, labelColor)
-
-	for c, col := range valueColumns {
-		x0 := c * columnWidth
-		barLeft, barRight := x0+labelWidth, x0+columnWidth-valueWidth-28
-		y := titleBand
-		for _, b := range col {
-			drawText(img, x0+12, y+15, b.title, textColor)
-			names := blockImpls(b)
-			top, bottom := y+blockTitle, y+blockTitle+max(len(names), 1)*barRow
-			fill(img, image.Rect(barLeft, top-2, barLeft+1, bottom), labelColor)
-			longest := 0.0
-			for _, n := range names {
-				if s := Summarize(res, n, b.metric); s.Runs > 0 {
-					longest = math.Max(longest, s.Median)
-				}
-			}
-			if len(names) == 0 {
-				drawText(img, barLeft+8, top+12, "not run", labelColor)
-			}
-			for i, n := range names {
-				rowTop := top + i*barRow
-				drawText(img, barLeft-8-textWidth(n), rowTop+11, n, labelColor)
-				s := Summarize(res, n, b.metric)
-				if s.Runs == 0 || longest <= 0 {
-					drawText(img, barLeft+6, rowTop+11, "-", labelColor)
-					continue
-				}
-				end := barLeft + 2 + int(math.Round(s.Median/longest*float64(barRight-barLeft-2)))
-				fill(img, image.Rect(barLeft+1, rowTop+1, end, rowTop+1+barHeight), colorOf(n))
-				drawText(img, end+5, rowTop+11, formatValue(s.Median, b.unit), textColor)
-			}
-			y = bottom + blockGap
-		}
+	pg := &chart.Page{
+		Title: "Failover and fresh changes first on a real control plane: medians (lower is better)",
+		Subtitle: fmt.Sprintf("%d pods; failover: 2 replicas, Lease %s/%s/%s; fresh: %s per handling, %d pods created each time; rounds: %d; GOMAXPROCS %d, %s",
+			res.Pods, l.LeaseDuration, l.RenewDeadline, l.RetryPeriod, res.FreshHandle, res.FreshPods, res.Rounds, res.GOMAXPROCS, res.GoVersion),
+		Footnote: fmt.Sprintf("Each bar: an implementation's median over %d rounds; each block has its own scale. kooper = warm standby (the default); kooper-cold = DisableWarmStandby.", res.Rounds),
+		Width:    chartWidth,
 	}
-	foot := fmt.Sprintf("Each bar: an implementation's median over %d rounds; each block has its own scale. kooper = warm standby (the default); kooper-cold = DisableWarmStandby.", res.Rounds)
-	drawText(img, (chartWidth-textWidth(foot))/2, titleBand+height+20, foot, labelColor)
-	return img
+	var err error
+	if pg.Plots, pg.Height, err = blockPlots(valueBlocks(res)); err != nil {
+		return nil, err
+	}
+	pg.Height += chartPadding
+	return pg, nil
 }
 
+// valueBlocks are the blocks of FailoverChart, in rows: each
+// implementation's median, labelled in the block's unit.
+func valueBlocks(res runner.Results) [][]barBlock {
+	rows := make([][]barBlock, len(valueColumns[0]))
+	for _, col := range valueColumns {
+		for i, b := range col {
+			names := res.FailoverImpls
+			if b.fresh {
+				names = res.FreshImpls
+			}
+			block := barBlock{title: b.title, axis: "median, " + b.unit}
+			for _, n := range names {
+				row := barRow{name: n, value: math.NaN(), label: "-", color: colorOf(n)}
+				if s := Summarize(res, n, b.metric); s.Runs > 0 {
+					row.value, row.label = s.Median, formatValue(s.Median, b.unit)
+				}
+				block.rows = append(block.rows, row)
+			}
+			rows[i] = append(rows[i], block)
+		}
+	}
+	return rows
+}
+
+// formatValue labels a bar: v in unit with three significant digits or
+// fewer, milliseconds from a thousand on in seconds.
 func formatValue(v float64, unit string) string {
 	switch {
 	case unit == "ms" && v >= 1000:

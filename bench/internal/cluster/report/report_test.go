@@ -66,8 +66,18 @@ func TestPrintListsFailedRuns(t *testing.T) {
 	}
 }
 
-func TestTheChartIs1200Wide(t *testing.T) {
-	if b := report.Chart(results()).Bounds(); b.Dx() != 1200 || b.Dy() < 200 {
-		t.Errorf("got a %dx%d chart, want 1200 wide", b.Dx(), b.Dy())
+func TestTheChartHasABlockPerMetric(t *testing.T) {
+	pg, err := report.Chart(results())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pg.Plots) != 4 || len(pg.Plots[0]) != 2 {
+		t.Fatalf("got %d rows of %d plots, want 4 rows of 2", len(pg.Plots), len(pg.Plots[0]))
+	}
+	if got, want := pg.Plots[0][0].Title.Text, "initial sync: time-to-all-handled"; got != want {
+		t.Errorf("got first block %q, want %q", got, want)
+	}
+	if pg.Width != 1200 || pg.Height < 400 {
+		t.Errorf("got a %dx%d chart, want 1200 wide", pg.Width, pg.Height)
 	}
 }

@@ -3,28 +3,27 @@ package report
 import (
 	"errors"
 	"fmt"
-	"image"
 	"image/color"
-	"image/png"
 	"math"
-	"os"
 	"slices"
 	"strings"
 
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/kooperkit/kooper/bench/internal/chart"
 	"github.com/kooperkit/kooper/bench/internal/cluster/runner"
 )
 
-// Sharding chart layout, in pixels (width chartWidth).
+// Sharding chart size, in pixels.
 const (
-	shardHeight    = 560
-	shardLeft      = 70
-	shardRight     = 150 // the legend, right of the plot
-	shardTop       = 96
-	shardBottom    = 64
-	shardLabelRows = 2
+	shardHeight = 560
+	shardLegend = 190 // the legend, right of the plot
 )
 
-// Colors of the replicas, in start order, and of the unbalanced bands.
+// Colors of the replicas, in start order, and of the unbalanced spans.
 var (
 	replicaColors = []color.RGBA{
 		{0x1f, 0x6f, 0xd1, 0xff}, // blue
@@ -38,31 +37,21 @@ var (
 )
 
 // WriteShardingPNG draws the first completed membership run of scenario 6
-// (ShardingChart) to path.
+// (ShardingChart) to path: a PNG, or another format if the extension names
+// one (see chart.Page.Save).
 func WriteShardingPNG(path string, res runner.Results) error {
-	img, err := ShardingChart(res)
+	pg, err := ShardingChart(res)
 	if err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("could not create %s: %w", path, err)
-	}
-	if err := png.Encode(f, img); err != nil {
-		_ = f.Close()
-		return fmt.Errorf("could not write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("could not write %s: %w", path, err)
-	}
-	return nil
+	return pg.Save(path)
 }
 
-// ShardingChart draws the handlings per second of each replica of a
+// ShardingChart is the handlings per second of each replica of a
 // membership run over time (a log scale: slot moves handle hundreds of
 // pods at once, the writer a few per second), with each change marked and
 // the time until the slots were balanced again shaded.
-func ShardingChart(res runner.Results) (*image.RGBA, error) {
+func ShardingChart(res runner.Results) (*chart.Page, error) {
 	var m *runner.ShardMoves
 	round := 0
 	for _, r := range res.Runs {
@@ -76,81 +65,70 @@ func ShardingChart(res runner.Results) (*image.RGBA, error) {
 	if m == nil {
 		return nil, errors.New("no membership run (scenario 6) to chart")
 	}
-	img := image.NewRGBA(image.Rect(0, 0, chartWidth, shardHeight))
-	fill(img, img.Bounds(), white)
-	title := "Kooper sharding: handlings per second of each replica as replicas come and go (log scale)"
-	drawText(img, (chartWidth-textWidth(title))/2, 20, title, textColor)
 	st := res.Sharding
 	if st == nil {
 		st = &runner.ShardingSettings{}
 	}
 	l := res.Lease
-	sub := fmt.Sprintf("%d pods, gate on (%s), %d slots; a writer updates a random pod every %s; each handling sleeps %s; Lease %s/%s/%s; round %d; GOMAXPROCS %d",
-		m.Pods, m.Mode, st.Slots, st.WriteEvery, st.Handle, l.LeaseDuration, l.RenewDeadline, l.RetryPeriod, round, res.GOMAXPROCS)
-	drawText(img, (chartWidth-textWidth(sub))/2, 40, sub, labelColor)
+	p, legend, err := movesPlot(m)
+	if err != nil {
+		return nil, err
+	}
+	return &chart.Page{
+		Title: "Kooper sharding: handlings per second of each replica as replicas come and go (log scale)",
+		Subtitle: fmt.Sprintf("%d pods, gate on (%s), %d slots; a writer updates a random pod every %s; each handling sleeps %s; Lease %s/%s/%s; round %d; GOMAXPROCS %d",
+			m.Pods, m.Mode, st.Slots, st.WriteEvery, st.Handle, l.LeaseDuration, l.RenewDeadline, l.RetryPeriod, round, res.GOMAXPROCS),
+		Footnote: fmt.Sprintf("Handlings per second (1 s buckets, by their end); dashed: membership changes; shaded: until the slots were balanced again. %d overlaps, %d final versions lost.",
+			m.Overlaps, m.Lost),
+		Plots:  [][]*plot.Plot{{p}},
+		Width:  chartWidth,
+		Height: shardHeight,
+		Right:  shardLegend,
+		Legend: legend,
+	}, nil
+}
 
-	left, right := shardLeft, chartWidth-shardRight
-	top, bottom := shardTop, shardHeight-shardBottom
+// movesPlot plots m: a line per replica, from its first bucket with a
+// handling to its last (before it joined and after it left, it handled
+// nothing), on a log scale that keeps 0; the changes as dashed lines with
+// their labels at the top; the time from each change until its slots were
+// balanced again as a shaded span. The legend names each replica with its
+// handlings.
+func movesPlot(m *runner.ShardMoves) (*plot.Plot, *plot.Legend, error) {
+	p := chart.New()
+	p.X.Label.Text = "seconds since the first replicas started"
+	p.Y.Label.Text = "handlings per second"
+	p.Y.Scale = log1pScale{}
+	p.Y.Tick.Marker = plot.TickerFunc(zeroAndLogTicks)
+	p.Y.AutoRescale = true
+	p.X.Tick.Marker = plot.TickerFunc(chart.EveryTick)
+	legend := chart.NewLegend()
+
+	width := m.Rates.Width.Seconds()
 	buckets := 0
-	peak := 1
 	for _, counts := range m.Rates.Counts {
 		buckets = max(buckets, len(counts))
-		for _, n := range counts {
-			peak = max(peak, n)
-		}
 	}
-	width := m.Rates.Width.Seconds()
-	span := float64(max(buckets, 1)) * width
-	xOf := func(s float64) int { return left + int(math.Round(s/span*float64(right-left))) }
-	yMax := math.Pow(10, math.Ceil(math.Log10(float64(peak+1))))
-	yOf := func(v float64) int {
-		return bottom - int(math.Round(math.Log10(1+v)/math.Log10(1+yMax)*float64(bottom-top)))
-	}
-
-	// The time from each change until its slots were balanced again.
+	spans := &spans{color: unbalancedColor}
 	for i, c := range m.Changes {
 		if c.Balanced == 0 {
 			continue
 		}
 		end := c.At + c.Balanced
-		if c.Balanced < 0 {
+		if c.Balanced < 0 { // never balanced: until the next change
 			end = m.Changes[min(i+1, len(m.Changes)-1)].At
 		}
-		fill(img, image.Rect(xOf(c.At.Seconds()), top, max(xOf(end.Seconds()), xOf(c.At.Seconds())+2), bottom), unbalancedColor)
+		spans.spans = append(spans.spans, [2]float64{c.At.Seconds(), end.Seconds()})
 	}
-	// Grid and axes.
-	for v := 1.0; v <= yMax; v *= 10 {
-		y := yOf(v)
-		fill(img, image.Rect(left, y, right, y+1), gridColor)
-		label := fmt.Sprintf("%.0f", v)
-		drawText(img, left-8-textWidth(label), y+4, label, labelColor)
+	marks := &marks{style: draw.LineStyle{Color: markerColor, Width: vg.Points(0.75), Dashes: []vg.Length{vg.Points(2), vg.Points(2.5)}}}
+	for _, c := range m.Changes {
+		marks.at = append(marks.at, c.At.Seconds())
+		marks.labels = append(marks.labels, shortChange(c.What))
 	}
-	drawText(img, left-8-textWidth("0"), bottom+4, "0", labelColor)
-	step := niceStep(span)
-	for s := 0.0; s <= span+1e-9; s += step {
-		x := xOf(s)
-		fill(img, image.Rect(x, bottom, x+1, bottom+4), labelColor)
-		label := fmt.Sprintf("%.0f s", s)
-		drawText(img, x-textWidth(label)/2, bottom+17, label, labelColor)
-	}
-	fill(img, image.Rect(left, top, left+1, bottom+1), labelColor)
-	fill(img, image.Rect(left, bottom, right, bottom+1), labelColor)
+	p.Add(spans, chart.Grid(true), marks)
 
-	// The changes.
-	for i, c := range m.Changes {
-		x := xOf(c.At.Seconds())
-		for y := top - 4; y < bottom; y += 6 {
-			fill(img, image.Rect(x, y, x+1, min(y+3, bottom)), markerColor)
-		}
-		label := shortChange(c.What)
-		row := i % shardLabelRows
-		drawText(img, min(x+3, right-textWidth(label)), top-22+row*13, label, textColor)
-	}
-
-	// One line per replica, from its first bucket with a handling to its
-	// last (before it joined and after it left, it handled nothing).
 	for i, counts := range m.Rates.Counts {
-		clr := replicaColors[i%len(replicaColors)]
+		name := m.Rates.Replicas[i]
 		first := slices.IndexFunc(counts, func(n int) bool { return n > 0 })
 		if first < 0 {
 			continue
@@ -159,33 +137,94 @@ func ShardingChart(res runner.Results) (*image.RGBA, error) {
 		for counts[last] == 0 {
 			last--
 		}
-		var px, py int
+		var xys plotter.XYs
 		for b := first; b <= last; b++ {
-			x, y := xOf((float64(b)+0.5)*width), yOf(float64(counts[b]))
-			if b > first {
-				line(img, px, py, x, y, clr)
-				line(img, px, py+1, x, y+1, clr)
-			}
-			px, py = x, y
+			xys = append(xys, plotter.XY{X: (float64(b) + 0.5) * width, Y: float64(counts[b])})
 		}
+		line, err := plotter.NewLine(xys)
+		if err != nil {
+			return nil, nil, fmt.Errorf("could not plot replica %s: %w", name, err)
+		}
+		line.Color, line.Width = replicaColors[i%len(replicaColors)], vg.Points(1.25)
+		p.Add(line)
+		legend.Add(fmt.Sprintf("replica %s: %d handlings", name, m.Handlings[name]), line)
 	}
+	legend.Add("unbalanced", spans)
+	legend.Add("membership change", marks)
+	p.X.Min, p.X.Max = 0, float64(max(buckets, 1))*width
+	p.Y.Min, p.Y.Max = 0, math.Max(p.Y.Max, 1) // 1 when no replica handled anything
+	return p, &legend, nil
+}
 
-	// The legend.
-	lx, ly := right+16, top+8
-	drawText(img, lx, ly, "replica", textColor)
-	for i, name := range m.Rates.Replicas {
-		y := ly + 18 + i*17
-		fill(img, image.Rect(lx, y-6, lx+18, y-3), replicaColors[i%len(replicaColors)])
-		drawText(img, lx+24, y, fmt.Sprintf("%s %d", name, m.Handlings[name]), labelColor)
+// log1pScale is a logarithmic scale of 1+v: it keeps 0, where a replica
+// handled nothing, at the bottom of the axis.
+type log1pScale struct{}
+
+// Normalize implements plot.Normalizer.
+func (log1pScale) Normalize(low, high, v float64) float64 {
+	return (math.Log1p(v) - math.Log1p(low)) / (math.Log1p(high) - math.Log1p(low))
+}
+
+// zeroAndLogTicks are plot.LogTicks from 1 to a power of ten at or above
+// high, and 0 below them.
+func zeroAndLogTicks(_, high float64) []plot.Tick {
+	return append([]plot.Tick{{Value: 0, Label: "0"}}, plot.LogTicks{Prec: -1}.Ticks(1, math.Max(high, 1))...)
+}
+
+// spans shades the whole height of the plot between pairs of x values.
+type spans struct {
+	spans [][2]float64
+	color color.Color
+}
+
+// Plot implements plot.Plotter.
+func (s *spans) Plot(c draw.Canvas, p *plot.Plot) {
+	x, _ := p.Transforms(&c)
+	for _, sp := range s.spans {
+		from, to := x(sp[0]), max(x(sp[1]), x(sp[0])+chart.Pixels(2))
+		c.FillPolygon(s.color, c.ClipPolygonX([]vg.Point{
+			{X: from, Y: c.Min.Y}, {X: from, Y: c.Max.Y}, {X: to, Y: c.Max.Y}, {X: to, Y: c.Min.Y},
+		}))
 	}
-	y := ly + 18 + len(m.Rates.Replicas)*17 + 10
-	fill(img, image.Rect(lx, y-10, lx+18, y), unbalancedColor)
-	drawText(img, lx+24, y, "unbalanced", labelColor)
+}
 
-	foot := fmt.Sprintf("Handlings per second (1 s buckets, by their end); dashed: membership changes; shaded: until the slots were balanced again. %d overlaps, %d final versions lost.",
-		m.Overlaps, m.Lost)
-	drawText(img, (chartWidth-textWidth(foot))/2, shardHeight-14, foot, labelColor)
-	return img, nil
+// Thumbnail implements plot.Thumbnailer.
+func (s *spans) Thumbnail(c *draw.Canvas) {
+	c.FillPolygon(s.color, c.ClipPolygonY([]vg.Point{
+		{X: c.Min.X, Y: c.Min.Y}, {X: c.Min.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Max.Y}, {X: c.Max.X, Y: c.Min.Y},
+	}))
+}
+
+// marks draws a vertical line across the plot at each x, labelled at the
+// top; the labels alternate between two rows so that close marks keep
+// theirs readable.
+type marks struct {
+	at     []float64
+	labels []string
+	style  draw.LineStyle
+}
+
+// Plot implements plot.Plotter.
+func (m *marks) Plot(c draw.Canvas, p *plot.Plot) {
+	x, _ := p.Transforms(&c)
+	sty := chart.Text(8.5, chart.TextColor)
+	sty.YAlign = draw.YTop
+	row := sty.Height("0") + chart.Pixels(2)
+	for i, at := range m.at {
+		xi := x(at)
+		if !c.ContainsX(xi) {
+			continue
+		}
+		c.StrokeLine2(m.style, xi, c.Min.Y, xi, c.Max.Y)
+		width := sty.Width(m.labels[i])
+		c.FillText(sty, vg.Point{X: min(xi+chart.Pixels(3), c.Max.X-width), Y: c.Max.Y - vg.Length(i%2)*row}, m.labels[i])
+	}
+}
+
+// Thumbnail implements plot.Thumbnailer.
+func (m *marks) Thumbnail(c *draw.Canvas) {
+	y := c.Center().Y
+	c.StrokeLine2(m.style, c.Min.X, y, c.Max.X, y)
 }
 
 // shortChange labels a change on the chart: "start d: 4 replicas" is
@@ -204,51 +243,4 @@ func shortChange(what string) string {
 		return "kill " + strings.TrimPrefix(head, "SIGKILL ") + " (" + count + ")"
 	}
 	return head
-}
-
-// niceStep returns a tick step of 1, 2 or 5 times a power of ten giving
-// at most 12 ticks over span.
-func niceStep(span float64) float64 {
-	for p := 1.0; ; p *= 10 {
-		for _, m := range []float64{1, 2, 5} {
-			if span/(m*p) <= 12 {
-				return m * p
-			}
-		}
-	}
-}
-
-// line draws a one-pixel line from (x0, y0) to (x1, y1) (Bresenham).
-func line(img *image.RGBA, x0, y0, x1, y1 int, c color.RGBA) {
-	dx, dy := abs(x1-x0), -abs(y1-y0)
-	sx, sy := 1, 1
-	if x0 > x1 {
-		sx = -1
-	}
-	if y0 > y1 {
-		sy = -1
-	}
-	e := dx + dy
-	for {
-		img.SetRGBA(x0, y0, c)
-		if x0 == x1 && y0 == y1 {
-			return
-		}
-		e2 := 2 * e
-		if e2 >= dy {
-			e += dy
-			x0 += sx
-		}
-		if e2 <= dx {
-			e += dx
-			y0 += sy
-		}
-	}
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
 }
