@@ -5,6 +5,7 @@ go 1.26.7
 replace github.com/kooperkit/kooper => ../
 
 require (
+	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/kooperkit/kooper v0.0.0-00010101000000-000000000000
 	github.com/kooperkit/kooper/hack/envtest v0.0.0-00010101000000-000000000000
 	github.com/kooperkit/kooper/kooper v0.0.0-00010101000000-000000000000

@@ -151,49 +151,47 @@ func TestDashboardsAgainstARealPrometheus(t *testing.T) {
 			controllers := controllerValue(ctx, t, prom, d, running, notRun, standIn)
 			t.Logf("%s: $controller = %s", filepath.Base(file), controllers)
 			vars := strings.NewReplacer("$"+dashboards.VarController, controllers, dashboards.VarRateInterval, rateInterval)
-			for _, p := range d.Panels {
-				for _, target := range p.Targets {
-					expr := vars.Replace(target.Expr)
-					if strings.Contains(expr, "$") {
-						t.Errorf("%s / %q: unknown variable left in %q", d.UID, p.Title, expr)
-						continue
-					}
-					if names, ok := onlyFamiliesNotExposed(expr, exposedHere); ok {
-						// Such as the sharding gauges: no sample operator
-						// shards. kooper/metrics/prometheus's tests prove
-						// what they record.
-						t.Logf("%s / %q: not evaluated, no operator run here exposes %v", d.UID, p.Title, names)
-						continue
-					}
-					evaluated++
-					if s, err := prom.query(ctx, expr); err != nil {
-						t.Errorf("%s / %q: %v", d.UID, p.Title, err)
-					} else if len(s) == 0 {
-						t.Errorf("%s / %q: %q returns no series", d.UID, p.Title, expr)
-					}
-					parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
-					if err != nil {
-						t.Errorf("%s / %q: %v", d.UID, p.Title, err)
-						continue
-					}
-					parser.Inspect(parsed, func(node parser.Node, _ []parser.Node) error {
-						switch n := node.(type) {
-						case *parser.VectorSelector:
-							if s, err := prom.query(ctx, n.String()); err != nil || len(s) == 0 {
-								t.Errorf("%s / %q: selector %s matches no series (%v)", d.UID, p.Title, n, err)
-							}
-						case *parser.Call:
-							if slices.Contains([]string{"absent", "absent_over_time", "vector"}, n.Func.Name) {
-								t.Errorf("%s / %q: %s() pads the result", d.UID, p.Title, n.Func.Name)
-							}
-						case *parser.BinaryExpr:
-							if n.Op == parser.LOR {
-								t.Errorf("%s / %q: `or` may pad the result", d.UID, p.Title)
-							}
-						}
-						return nil
-					})
+			for _, q := range d.Queries {
+				expr := vars.Replace(q.Expr)
+				if strings.Contains(expr, "$") {
+					t.Errorf("%s / %q: unknown variable left in %q", d.UID, q.Panel, expr)
+					continue
 				}
+				if names, ok := onlyFamiliesNotExposed(expr, exposedHere); ok {
+					// Such as the sharding gauges: no sample operator
+					// shards. kooper/metrics/prometheus's tests prove
+					// what they record.
+					t.Logf("%s / %q: not evaluated, no operator run here exposes %v", d.UID, q.Panel, names)
+					continue
+				}
+				evaluated++
+				if s, err := prom.query(ctx, expr); err != nil {
+					t.Errorf("%s / %q: %v", d.UID, q.Panel, err)
+				} else if len(s) == 0 {
+					t.Errorf("%s / %q: %q returns no series", d.UID, q.Panel, expr)
+				}
+				parsed, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+				if err != nil {
+					t.Errorf("%s / %q: %v", d.UID, q.Panel, err)
+					continue
+				}
+				parser.Inspect(parsed, func(node parser.Node, _ []parser.Node) error {
+					switch n := node.(type) {
+					case *parser.VectorSelector:
+						if s, err := prom.query(ctx, n.String()); err != nil || len(s) == 0 {
+							t.Errorf("%s / %q: selector %s matches no series (%v)", d.UID, q.Panel, n, err)
+						}
+					case *parser.Call:
+						if slices.Contains([]string{"absent", "absent_over_time", "vector"}, n.Func.Name) {
+							t.Errorf("%s / %q: %s() pads the result", d.UID, q.Panel, n.Func.Name)
+						}
+					case *parser.BinaryExpr:
+						if n.Op == parser.LOR {
+							t.Errorf("%s / %q: `or` may pad the result", d.UID, q.Panel)
+						}
+					}
+					return nil
+				})
 			}
 		}
 		t.Logf("evaluated %d panel expressions of %d dashboards", evaluated, len(files))
@@ -391,24 +389,15 @@ func readyz(ctx context.Context, addr string) (int, string) {
 	return resp.StatusCode, strings.TrimSpace(string(b))
 }
 
-// dashboard is what the test reads of a Grafana dashboard's JSON.
+// dashboard is what the test reads of a Grafana dashboard's JSON, through
+// the SDK's model (package dashboards' Read): every panel's every
+// expression, and its controller variable.
 type dashboard struct {
-	UID        string `json:"uid"`
-	Templating struct {
-		List []struct {
-			Name     string          `json:"name"`
-			Type     string          `json:"type"`
-			AllValue string          `json:"allValue"`
-			Query    json.RawMessage `json:"query"`
-		} `json:"list"`
-	} `json:"templating"`
-	Panels []struct {
-		Title   string `json:"title"`
-		Type    string `json:"type"`
-		Targets []struct {
-			Expr string `json:"expr"`
-		} `json:"targets"`
-	} `json:"panels"`
+	UID     string
+	Queries []dashboards.Query
+	// ControllerQuery is the controller variable's query,
+	// label_values(selector, controller); AllValue its All value, if any.
+	ControllerQuery, AllValue string
 }
 
 func readDashboard(t *testing.T, file string) dashboard {
@@ -417,9 +406,19 @@ func readDashboard(t *testing.T, file string) dashboard {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d dashboard
-	if err := json.Unmarshal(b, &d); err != nil {
+	g, err := dashboards.Read(b)
+	if err != nil {
 		t.Fatalf("%s: %v", file, err)
+	}
+	d := dashboard{UID: filepath.Base(file)}
+	if g.Uid != nil {
+		d.UID = *g.Uid
+	}
+	if d.Queries, err = dashboards.Queries(g); err != nil {
+		t.Fatalf("%s: %v", d.UID, err)
+	}
+	if d.ControllerQuery, d.AllValue, err = dashboards.ControllerVariable(g); err != nil {
+		t.Fatalf("%s: %v", d.UID, err)
 	}
 	return d
 }
@@ -433,49 +432,36 @@ var labelValues = regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
 // the generic dashboard) gets the stand-in's controllers instead.
 func controllerValue(ctx context.Context, t *testing.T, prom prometheus, d dashboard, running, notRun []string, standIn string) string {
 	t.Helper()
-	for _, v := range d.Templating.List {
-		if v.Name != dashboards.VarController {
-			continue
-		}
-		var q struct {
-			Query string `json:"query"`
-		}
-		if err := json.Unmarshal(v.Query, &q); err != nil {
-			t.Fatalf("%s: controller variable query: %v", d.UID, err)
-		}
-		m := labelValues.FindStringSubmatch(q.Query)
-		if m == nil {
-			t.Fatalf("%s: controller variable query %q is not label_values(selector, label)", d.UID, q.Query)
-		}
-		label := m[2]
-		selector, stoodIn, err := controllersSelector(m[1], label, running, notRun, standIn)
-		if err != nil {
-			t.Fatalf("%s: %v", d.UID, err)
-		}
-		if stoodIn {
-			t.Logf("%s: its operator does not run here (%s matches none of %q but one of %q): evaluating it with the %s operator's controllers", d.UID, m[1], running, notRun, standIn)
-		}
-		series, err := prom.query(ctx, selector)
-		if err != nil {
-			t.Fatalf("%s: controller variable: %v", d.UID, err)
-		}
-		var values []string
-		for _, s := range series {
-			if v := s.Metric[label]; v != "" && !slices.Contains(values, regexp.QuoteMeta(v)) {
-				values = append(values, regexp.QuoteMeta(v))
-			}
-		}
-		if len(values) == 0 {
-			t.Fatalf("%s: controller variable selector %s finds no values", d.UID, selector)
-		}
-		if v.AllValue != "" {
-			return v.AllValue
-		}
-		slices.Sort(values)
-		return "(" + strings.Join(values, "|") + ")"
+	m := labelValues.FindStringSubmatch(d.ControllerQuery)
+	if m == nil {
+		t.Fatalf("%s: controller variable query %q is not label_values(selector, label)", d.UID, d.ControllerQuery)
 	}
-	t.Fatalf("%s: no controller variable", d.UID)
-	return ""
+	label := m[2]
+	selector, stoodIn, err := controllersSelector(m[1], label, running, notRun, standIn)
+	if err != nil {
+		t.Fatalf("%s: %v", d.UID, err)
+	}
+	if stoodIn {
+		t.Logf("%s: its operator does not run here (%s matches none of %q but one of %q): evaluating it with the %s operator's controllers", d.UID, m[1], running, notRun, standIn)
+	}
+	series, err := prom.query(ctx, selector)
+	if err != nil {
+		t.Fatalf("%s: controller variable: %v", d.UID, err)
+	}
+	var values []string
+	for _, s := range series {
+		if v := s.Metric[label]; v != "" && !slices.Contains(values, regexp.QuoteMeta(v)) {
+			values = append(values, regexp.QuoteMeta(v))
+		}
+	}
+	if len(values) == 0 {
+		t.Fatalf("%s: controller variable selector %s finds no values", d.UID, selector)
+	}
+	if d.AllValue != "" {
+		return d.AllValue
+	}
+	slices.Sort(values)
+	return "(" + strings.Join(values, "|") + ")"
 }
 
 // controllersSelector returns selector, the series of a controller

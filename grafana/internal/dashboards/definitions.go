@@ -5,10 +5,68 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/grafana/grafana-foundation-sdk/go/units"
+
 	"github.com/kooperkit/kooper/grafana/internal/catalog"
 )
 
+// Dashboard is one Grafana dashboard, as definitions.go writes it: Grafana
+// builds it with the SDK, Markdown documents it.
+type Dashboard struct {
+	// UID is Grafana's stable identifier, also the JSON file's base name.
+	UID         string
+	Title       string
+	Description string
+	// Controllers is the regular expression the controller variable's
+	// values are picked from: an operator's controller names. "" is every
+	// controller, and then All is ".+" instead of the list of values.
+	Controllers string
+	Rows        []Row
+}
+
+// Row is a titled group of panels, laid out three to a line.
+type Row struct {
+	Title  string
+	Panels []Panel
+}
+
+// Panel is one time series chart.
+type Panel struct {
+	Title string
+	// Description is shown in the panel's tooltip and in the docs.
+	Description string
+	// Unit is a Grafana unit: a constant of the SDK's package units,
+	// such as units.Seconds.
+	Unit    string
+	Targets []Target
+}
+
+// Target is one PromQL query of a panel.
+type Target struct {
+	Expr string
+	// Legend is Grafana's legend format, e.g. "{{controller}}".
+	Legend string
+}
+
+// Variables every dashboard has. Expressions use them as $datasource,
+// $controller and Grafana's own $__rate_interval.
+const (
+	VarDatasource   = "datasource"
+	VarController   = "controller"
+	VarRateInterval = "$__rate_interval"
+)
+
 const queueLengthName = catalog.QueueLength
+
+// ControllerVariableSelector is the series whose controller label values the
+// controller variable offers (label_values in Grafana). Every controller
+// has it from its first event.
+func (d Dashboard) ControllerVariableSelector() string {
+	if d.Controllers == "" {
+		return queueLengthName
+	}
+	return fmt.Sprintf("%s{controller=~%q}", queueLengthName, d.Controllers)
+}
 
 // All returns the dashboards: the hand-written ones below (the library's,
 // then the sample operators'), then, in the order of operators, a generic
@@ -66,7 +124,7 @@ func defined() []Dashboard {
 					{
 						Title:       "Pods terminated per second, by PodTerminator",
 						Description: "Pods deleted by each PodTerminator (dry_run=\"false\").",
-						Unit:        "ops",
+						Unit:        units.OpsPerSecond,
 						Targets: []Target{{
 							Expr:   fmt.Sprintf(`sum by (terminator) (rate(%s{dry_run="false"}[%s]))`, catalog.TerminatedPods, VarRateInterval),
 							Legend: "{{terminator}}",
@@ -75,7 +133,7 @@ func defined() []Dashboard {
 					{
 						Title:       "Pods chosen in dry runs per second",
 						Description: "Pods a dry-run PodTerminator would have deleted (dry_run=\"true\"): nothing was deleted.",
-						Unit:        "ops",
+						Unit:        units.OpsPerSecond,
 						Targets: []Target{{
 							Expr:   fmt.Sprintf(`sum by (terminator) (rate(%s{dry_run="true"}[%s]))`, catalog.TerminatedPods, VarRateInterval),
 							Legend: "{{terminator}} (dry run)",
@@ -84,7 +142,7 @@ func defined() []Dashboard {
 					{
 						Title:       "Pods terminated in the last hour",
 						Description: "Deleted pods over the last hour, by PodTerminator and dry run.",
-						Unit:        "short",
+						Unit:        units.Short,
 						Targets: []Target{{
 							Expr:   fmt.Sprintf(`sum by (terminator, dry_run) (increase(%s[1h]))`, catalog.TerminatedPods),
 							Legend: "{{terminator}} dry_run={{dry_run}}",
@@ -107,7 +165,7 @@ func defined() []Dashboard {
 					{
 						Title:       "Tenants ready and not ready",
 						Description: "Tenants by their Ready condition, from the leader's cache (a standby reports nothing).",
-						Unit:        "short",
+						Unit:        units.Short,
 						Targets: []Target{{
 							Expr:   fmt.Sprintf(`sum by (ready) (%s)`, catalog.TenantsByReadiness),
 							Legend: "ready={{ready}}",
@@ -116,7 +174,7 @@ func defined() []Dashboard {
 					{
 						Title:       "Drift repairs per second, by kind",
 						Description: "Children of Tenants restored after someone else changed or deleted them.",
-						Unit:        "ops",
+						Unit:        units.OpsPerSecond,
 						Targets: []Target{{
 							Expr:   fmt.Sprintf(`sum by (kind) (rate(%s[%s]))`, catalog.DriftRepairs, VarRateInterval),
 							Legend: "{{kind}}",
@@ -125,7 +183,7 @@ func defined() []Dashboard {
 					{
 						Title:       "Drift repairs in the last hour",
 						Description: "Children restored over the last hour, by kind.",
-						Unit:        "short",
+						Unit:        units.Short,
 						Targets: []Target{{
 							Expr:   fmt.Sprintf(`sum by (kind) (increase(%s[1h]))`, catalog.DriftRepairs),
 							Legend: "{{kind}}",
@@ -164,7 +222,7 @@ func queuePanels() []Panel {
 		{
 			Title:       "Events per second",
 			Description: "Keys added to each controller's queue, by source: initial (the cache's first list), change (an add, update or delete the watch saw), resync, retry (a failed handling), requeue (a RequeueAfter request), enqueue (routed from another controller).",
-			Unit:        "ops",
+			Unit:        units.OpsPerSecond,
 			Targets: []Target{{
 				Expr:   "sum by (controller, source) (" + rate(sel(catalog.QueuedEvents)) + ")",
 				Legend: "{{controller}} {{source}}",
@@ -173,7 +231,7 @@ func queuePanels() []Panel {
 		{
 			Title:       "Queue length",
 			Description: "Keys waiting for a worker now. A queue that keeps growing means the workers cannot keep up.",
-			Unit:        "short",
+			Unit:        units.Short,
 			Targets: []Target{{
 				Expr:   "sum by (controller) (" + sel(catalog.QueueLength) + ")",
 				Legend: "{{controller}}",
@@ -182,7 +240,7 @@ func queuePanels() []Panel {
 		{
 			Title:       "Time in queue (p50, p99)",
 			Description: "How long keys waited before a worker took them: work waiting on workers, or retries waiting out their backoff.",
-			Unit:        "s",
+			Unit:        units.Seconds,
 			Targets: []Target{
 				{Expr: quantile("0.5", catalog.QueueWait), Legend: "{{controller}} p50"},
 				{Expr: quantile("0.99", catalog.QueueWait), Legend: "{{controller}} p99"},
@@ -191,7 +249,7 @@ func queuePanels() []Panel {
 		{
 			Title:       "Keys routed from other kinds per second",
 			Description: "Keys queued with Controller.Enqueue (source=\"enqueue\"), by the controller whose queue took them: when a child changes, the controller's source of that kind (given to controller.New) queues its owner's key. Zero for a controller that owns nothing.",
-			Unit:        "ops",
+			Unit:        units.OpsPerSecond,
 			Targets: []Target{{
 				Expr:   "sum by (controller) (" + rate(sel(catalog.QueuedEvents, `source="enqueue"`)) + ")",
 				Legend: "{{controller}}",
@@ -200,7 +258,7 @@ func queuePanels() []Panel {
 		{
 			Title:       "Waits for the caches per second, by outcome",
 			Description: "Keys held after their handler wrote (through a client of controller.TrackWrites) until the controller's caches had seen those writes: caught_up=true once they had, false when the wait reached its 10s bound and the key was handled anyway, maybe on a stale cache. Keys that did not wait are not counted; zero for a controller without TrackWrites.",
-			Unit:        "ops",
+			Unit:        units.OpsPerSecond,
 			Targets: []Target{{
 				Expr:   "sum by (controller, caught_up) (" + rate(sel(catalog.CacheWait+"_count")) + ")",
 				Legend: "{{controller}} caught_up={{caught_up}}",
@@ -209,7 +267,7 @@ func queuePanels() []Panel {
 		{
 			Title:       "Time waiting for the caches (p50, p99)",
 			Description: "How long keys were held until the caches had seen their handler's writes, both outcomes together: a p99 at the 10s bound means a cache that lags or never sees the writes (an object its label selector no longer matches). Empty while no key waits.",
-			Unit:        "s",
+			Unit:        units.Seconds,
 			Targets: []Target{
 				{Expr: quantile("0.5", catalog.CacheWait), Legend: "{{controller}} p50"},
 				{Expr: quantile("0.99", catalog.CacheWait), Legend: "{{controller}} p99"},
@@ -223,7 +281,7 @@ func handlingPanels() []Panel {
 		{
 			Title:       "Handling latency (p50, p90, p99)",
 			Description: "How long handler calls took, successful or not.",
-			Unit:        "s",
+			Unit:        units.Seconds,
 			Targets: []Target{
 				{Expr: quantile("0.5", catalog.HandleDuration), Legend: "{{controller}} p50"},
 				{Expr: quantile("0.9", catalog.HandleDuration), Legend: "{{controller}} p90"},
@@ -233,7 +291,7 @@ func handlingPanels() []Panel {
 		{
 			Title:       "Handlings per second, by outcome",
 			Description: "Handler calls that returned nil (success=true) or an error or panicked (success=false).",
-			Unit:        "ops",
+			Unit:        units.OpsPerSecond,
 			Targets: []Target{{
 				Expr:   "sum by (controller, success) (" + rate(sel(catalog.HandleDuration+"_count")) + ")",
 				Legend: "{{controller}} success={{success}}",
@@ -242,7 +300,7 @@ func handlingPanels() []Panel {
 		{
 			Title:       "Error ratio",
 			Description: "Share of handler calls that failed. Empty while a controller handles nothing (0/0).",
-			Unit:        "percentunit",
+			Unit:        units.PercentUnit,
 			Targets: []Target{{
 				Expr: "sum by (controller) (" + rate(sel(catalog.HandleDuration+"_count", `success="false"`)) + ")\n/\n" +
 					"sum by (controller) (" + rate(sel(catalog.HandleDuration+"_count")) + ")",
@@ -252,7 +310,7 @@ func handlingPanels() []Panel {
 		{
 			Title:       "Retries and drops per second",
 			Description: "Failed handlings that will be retried, and keys given up on (max_retries, or a terminal error).",
-			Unit:        "ops",
+			Unit:        units.OpsPerSecond,
 			Targets: []Target{
 				{Expr: "sum by (controller) (" + rate(sel(catalog.Retries)) + ")", Legend: "{{controller}} retry"},
 				{Expr: "sum by (controller, reason) (" + rate(sel(catalog.Dropped)) + ")", Legend: "{{controller}} dropped {{reason}}"},
@@ -261,7 +319,7 @@ func handlingPanels() []Panel {
 		{
 			Title:       "Handler panics in the last hour",
 			Description: "Panics recovered by the controller (the key is retried). Any is a bug in a handler.",
-			Unit:        "short",
+			Unit:        units.Short,
 			Targets: []Target{{
 				Expr:   "sum by (controller) (increase(" + sel(catalog.Panics) + "[1h]))",
 				Legend: "{{controller}}",
@@ -274,7 +332,7 @@ func leaderPanel() Panel {
 	return Panel{
 		Title:       "Leader, by Lease and replica",
 		Description: "1 for the replica holding each Lease (named like its controllers), 0 for standbys. The sum by Lease should be 1.",
-		Unit:        "short",
+		Unit:        units.Short,
 		Targets: []Target{{
 			Expr:   "max by (controller, instance) (" + sel(catalog.Leader) + ")",
 			Legend: "{{controller}} {{instance}}",
@@ -290,7 +348,7 @@ func shardingPanels() []Panel {
 		{
 			Title:       "Slots owned per replica",
 			Description: "Slots of each sharded group that each replica owns, and its mode. client-side: the API server cannot shard, so every replica lists and caches every object and handles its share only.",
-			Unit:        "short",
+			Unit:        units.Short,
 			Targets: []Target{{
 				Expr:   fmt.Sprintf("sum by (group, instance, mode) (%s)", catalog.ShardingSlots),
 				Legend: "{{group}} {{instance}} {{mode}}",
@@ -299,7 +357,7 @@ func shardingPanels() []Panel {
 		{
 			Title:       "Slots owned / total per group",
 			Description: "Slots owned, summed over the replicas, against the group's slots. Below the total while slots move or after a replica vanished, until its Lease expires: objects of the unowned slots wait. Above it only for a scrape while a slot moves.",
-			Unit:        "short",
+			Unit:        units.Short,
 			Targets: []Target{
 				{Expr: fmt.Sprintf("sum by (group) (%s)", catalog.ShardingSlots), Legend: "{{group}} owned"},
 				{Expr: fmt.Sprintf("max by (group) (%s)", catalog.ShardingGroupSlots), Legend: "{{group}} total"},
@@ -312,7 +370,7 @@ func retrievePanel() Panel {
 	return Panel{
 		Title:       "Failed lists and watches per second, by kind",
 		Description: "Lists and watches of a controller's cache that failed (client-go retries them). decode: an object its Go type cannot hold; nothing of that type is handled until it is fixed or deleted, and /readyz says which. api: the API server refused or could not be reached.",
-		Unit:        "ops",
+		Unit:        units.OpsPerSecond,
 		Targets: []Target{{
 			Expr:   "sum by (controller, kind) (" + rate(sel(catalog.RetrieveErrors)) + ")",
 			Legend: "{{controller}} {{kind}}",
@@ -325,7 +383,7 @@ func restPanels() []Panel {
 		{
 			Title:       "API requests per second, by code and method",
 			Description: "Requests of each process to the API server (every client of the process, not per controller).",
-			Unit:        "ops",
+			Unit:        units.OpsPerSecond,
 			Targets: []Target{{
 				Expr:   fmt.Sprintf("sum by (job, code, method) (rate(%s[%s]))", catalog.RESTRequests, VarRateInterval),
 				Legend: "{{job}} {{method}} {{code}}",
@@ -334,7 +392,7 @@ func restPanels() []Panel {
 		{
 			Title:       "API request latency p99, by verb",
 			Description: "Request latency as the client saw it, including the network.",
-			Unit:        "s",
+			Unit:        units.Seconds,
 			Targets: []Target{{
 				Expr:   fmt.Sprintf("histogram_quantile(0.99, sum by (job, verb, le) (rate(%s_bucket[%s])))", catalog.RESTLatency, VarRateInterval),
 				Legend: "{{job}} {{verb}}",
@@ -343,7 +401,7 @@ func restPanels() []Panel {
 		{
 			Title:       "Client rate limiter wait p99, by verb",
 			Description: "Time requests waited for the client's own QPS and burst. Seconds here mean the -kube-api-qps flag is too low, or, in the pod-terminator, that its webhook or /metrics is flooded: their access checks go through clients of their own, with limits the flag does not set, so that leader election never waits behind them.",
-			Unit:        "s",
+			Unit:        units.Seconds,
 			Targets: []Target{{
 				Expr:   fmt.Sprintf("histogram_quantile(0.99, sum by (job, verb, le) (rate(%s_bucket[%s])))", catalog.RESTRateLimiter, VarRateInterval),
 				Legend: "{{job}} {{verb}}",
@@ -357,7 +415,7 @@ func processPanels() []Panel {
 		{
 			Title:       "CPU, by process",
 			Description: "CPU seconds per second of each process running Kooper controllers.",
-			Unit:        "short",
+			Unit:        units.Short,
 			Targets: []Target{{
 				Expr:   kooperProcess(fmt.Sprintf("rate(%s[%s])", catalog.ProcessCPU, VarRateInterval)),
 				Legend: "{{job}} {{instance}}",
@@ -366,7 +424,7 @@ func processPanels() []Panel {
 		{
 			Title:       "Memory, by process",
 			Description: "Resident memory and live heap of each process running Kooper controllers.",
-			Unit:        "bytes",
+			Unit:        units.BytesIEC,
 			Targets: []Target{
 				{Expr: kooperProcess(catalog.ProcessRSS), Legend: "{{job}} {{instance}} resident"},
 				{Expr: kooperProcess(catalog.GoHeap), Legend: "{{job}} {{instance}} heap"},
@@ -375,7 +433,7 @@ func processPanels() []Panel {
 		{
 			Title:       "Goroutines, by process",
 			Description: "A count that keeps growing is a leak.",
-			Unit:        "short",
+			Unit:        units.Short,
 			Targets: []Target{{
 				Expr:   kooperProcess(catalog.GoGoroutines),
 				Legend: "{{job}} {{instance}}",
