@@ -58,8 +58,9 @@
 // packages to the new one's (the API's, and the clientset's per version:
 // the import paths, the names they are imported as, the clientset's and
 // informers' version methods), but for the files that import both, the
-// conversion webhook's and the versions tests', and its example.yaml's
-// apiVersion (make run applies it). Then it runs make generate
+// conversion webhook's and the versions tests', its example.yaml's
+// apiVersion (make run applies it), and the version its README's opening
+// line names. Then it runs make generate
 // (the CRD stores the new version), putting every file back if that
 // fails, and go vets the operator, naming what to change where the
 // versions' fields differ. What is stored already stays in the old

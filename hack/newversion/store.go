@@ -43,6 +43,17 @@ func (k kind) storeChanges() (map[string]change, []string) {
 			return strings.ReplaceAll(s, from, to), nil
 		})
 	}
+	// The README's opening line, as make new-operator wrote it, names the
+	// kind's version and its types: the stored one now, and the one still
+	// served. A README whose line was rewritten stays as it is.
+	readme := op + "/README.md"
+	if _, err := os.Stat(filepath.Join(k.root, filepath.FromSlash(readme))); err == nil {
+		cs.edit(readme, func(s string) (string, error) {
+			from := fmt.Sprintf("(`%s/%s`, [`%s`](../../%s/types.go))", k.group, k.oldVersion, k.oldDir(), k.oldDir())
+			to := fmt.Sprintf("(`%s/%s`, stored, and `%s`, still served; [`%s`](../../%s/types.go))", k.group, k.newVersion, k.oldVersion, k.newDir(), k.newDir())
+			return strings.Replace(s, from, to, 1), nil
+		})
+	}
 	err := filepath.WalkDir(filepath.Join(k.root, filepath.FromSlash(op)), func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
 			return err

@@ -54,6 +54,8 @@ func withVersion(t *testing.T) string {
 	root := writeFixture(t, func(f map[string]string) {
 		f["operators/web-demo/internal/handler/handler.go"] = handlerGo
 		f["operators/web-demo/example.yaml"] = "apiVersion: webapps.example.com/v1alpha1\nkind: WebApp\n"
+		f["operators/web-demo/README.md"] = "# web-demo\n\nScaffolded by `make new-operator`: a namespaced\n" +
+			"`WebApp` (`webapps.example.com/v1alpha1`, [`apis/webapps/v1alpha1`](../../apis/webapps/v1alpha1/types.go)) that owns a Deployment.\n"
 	})
 	var stderr bytes.Buffer
 	if err := run([]string{"-root", root, "-name", "web-demo", "-version", "v1beta1"}, io.Discard, &stderr); err != nil {
@@ -80,6 +82,7 @@ func TestTheNewVersionIsStoredAndRead(t *testing.T) {
 	}{
 		{"apis/webapps/v1alpha1/types.go", nil, []string{storageMarker}},
 		{"operators/web-demo/example.yaml", []string{"apiVersion: webapps.example.com/v1beta1\n"}, []string{"v1alpha1"}},
+		{"operators/web-demo/README.md", []string{"`WebApp` (`webapps.example.com/v1beta1`, stored, and `v1alpha1`, still served; [`apis/webapps/v1beta1`](../../apis/webapps/v1beta1/types.go)) that owns a Deployment.\n"}, []string{"(`webapps.example.com/v1alpha1`,"}},
 		{"apis/webapps/v1beta1/types.go", []string{storageMarker + "\ntype WebApp struct {"}, nil},
 		{"operators/web-demo/internal/operator/operator.go", []string{
 			`webappsv1beta1 "example.com/shop/apis/webapps/v1beta1"`,
