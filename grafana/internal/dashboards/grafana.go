@@ -18,7 +18,7 @@ import (
 // (and of /api/dashboards/db), which Grafana 10 and later read. The SDK
 // marks it deprecated in favour of dashboardv2, the schema of Grafana 12's
 // v2 dashboards API, which Grafana 10 and 11 cannot import: hence the
-// nolint:staticcheck (SA1019) on its uses below.
+// staticcheck exemption (SA1019) on its uses below.
 
 // Panels are 8 by 8 on Grafana's grid, 24 units wide: three to a line. The
 // SDK's dashboard builder places them left to right, then on the next line,
