@@ -164,25 +164,20 @@ test-unit: prometheus workspace ## Unit tests and examples with the race detecto
 	$(CRDCHECK) $(GO) test $(TESTFLAGS) -count=1 ./...
 
 .PHONY: test-integration
-test-integration: build prometheus workspace ## Integration tests against a local control plane (built first if missing) with the fault runs (test-faults) beside them, then, at once, the dashboards against a real Prometheus and the library's against the previous minor's API server (test-skew).
+test-integration: build prometheus workspace ## Integration tests against a local control plane (built first if missing), then, at once, the dashboards against a real Prometheus, the library's against the previous minor's API server (test-skew) and the fault runs (test-faults).
 	@$(MAKE) --no-print-directory controlplane WITH_KWOK=1 WITH_SKEW=1
-	@# The integration packages, and beside them the fault runs, whose
-	@# time is mostly the faults' fixed durations (about four minutes, of
-	@# little CPU): each line of output as it comes.
-	@$(MAKE) --no-print-directory -j --output-sync=line _test-integration-packages _test-faults
-	@# Then, side by side, two runs on control planes of their own (their
+	@# go test runs two packages at a time, in the order given: the longest
+	@# go first, so that the short ones fill the slots at the end. The
+	@# newcomer's whole journey is make test-journey's.
+	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=1 -timeout 30m -skip '$(LONG)' $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -E '$(LONGEST_FIRST)'; $(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -v -E '$(LONGEST_FIRST)')
+	@# Then, side by side, three runs on control planes of their own (their
 	@# binaries are built above), hack/image's tests and SIDE_BY_SIDE (make
 	@# test adds the benchmarks' smoke tests): most of their time is waiting
-	@# (leases, image layers). Each one's output shows when it ends.
-	@$(MAKE) --no-print-directory -j --output-sync=target _test-grafana _test-skew _test-image $(SIDE_BY_SIDE)
-
-# _test-integration-packages runs the integration packages of the
-# workspace. go test runs two at a time, in the order given: the longest go
-# first, so that the short ones fill the slots at the end. The newcomer's
-# whole journey is make test-journey's.
-.PHONY: _test-integration-packages
-_test-integration-packages:
-	CGO_ENABLED=1 $(WS_TEST) $(TESTFLAGS) -race -count=1 -timeout 30m -skip '$(LONG)' $$($(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -E '$(LONGEST_FIRST)'; $(WS) $(GO) list $(PACKAGES) | grep -E '$(INTEGRATION_PATTERN)' | grep -v -E '$(LONGEST_FIRST)')
+	@# (fault durations, leases, image layers). Each one's output shows
+	@# when it ends. (Not beside the integration packages: make's output
+	@# sync would reach the makes their tests start, through MAKEFLAGS, and
+	@# hold a dev cluster's output until it exits.)
+	@$(MAKE) --no-print-directory -j --output-sync=target _test-grafana _test-skew _test-faults _test-image $(SIDE_BY_SIDE)
 
 .PHONY: test-journey
 test-journey: prometheus workspace ## The newcomer's whole journey on a copy of this repository (about 15 minutes; CI runs it after make test, which runs a short one): three operators scaffolded, the tree renamed, lint, the unit tests, every operator's integration tests, the sample removed, make run, the scaffolds removed.
